@@ -1,0 +1,231 @@
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+static void oom(void)
+{
+	static const char m[] = "cni: out of memory\n";
+	ssize_t r _unused_ = write(2, m, sizeof(m) - 1);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s ? s : "");
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = strndup(s, n);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	va_end(ap);
+	return s;
+}
+
+void xgrow(void *arr, size_t *cap, size_t n, size_t sz)
+{
+	void **a = arr;
+	if (n < *cap)
+		return;
+	size_t nc = *cap ? *cap * 2 : 4;
+	while (nc <= n)
+		nc *= 2;
+	*a = xrealloc(*a, nc * sz);
+	*cap = nc;
+}
+
+size_t strlcpy_(char *dst, const char *src, size_t size)
+{
+	size_t n = strlen(src);
+	if (size) {
+		size_t c = n < size - 1 ? n : size - 1;
+		memcpy(dst, src, c);
+		dst[c] = 0;
+	}
+	return n;
+}
+
+int read_all_fd(int fd, size_t max, char **out, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n + 1 >= cap) {
+			if (cap > max + 1) {
+				free(buf);
+				return -E2BIG;
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(buf);
+			return -e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			free(buf);
+			return -E2BIG;
+		}
+	}
+	buf[n] = 0;
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	int r = read_all_fd(fd, max, out, len);
+	close(fd);
+	return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len)
+{
+	_cleanup_free_ char *tmp = NULL;
+	char rnd[8];
+	random_bytes(rnd, sizeof(rnd));
+	tmp = xasprintf("%s.tmp%02x%02x%02x%02x", path, (uint8_t)rnd[0], (uint8_t)rnd[1],
+			(uint8_t)rnd[2], (uint8_t)rnd[3]);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			unlink(tmp);
+			return -e;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return -e;
+	}
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		unlink(tmp);
+		return -ELOOP;
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return -e;
+	}
+	return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == 0) {
+			char c = *s;
+			*s = 0;
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+bool name_is_safe(const char *s, size_t max)
+{
+	if (strempty(s) || strlen(s) > max || streq(s, ".") || streq(s, ".."))
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p == '/' || *p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+void random_bytes(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t r = getrandom(p, n, GRND_NONBLOCK);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Early boot with no entropy: names need uniqueness,
+			 * not secrecy, so fall back to a cheap mix. */
+			static uint64_t x;
+			x ^= (uint64_t)getpid() * 0x9E3779B97F4A7C15ull + (uint64_t)(uintptr_t)p;
+			for (; n; n--) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				*p++ = (uint8_t)x;
+			}
+			return;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+}

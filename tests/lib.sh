@@ -1,0 +1,130 @@
+# TAP helpers for the integration tests. Source it from tests/applets/*.sh:
+#
+#   . "$CNI_TESTS/lib.sh"
+#   t_netns ns1                       # creates cni-t-<pid>-ns1, removed at exit
+#   cni_run loopback ADD "$NS" eth0 id1 <<< '{"cniVersion":"1.0.0",...}'
+#   t_is "rc" "$RC" 0
+#   t_json "ip" '.ips[0].address' "127.0.0.1/8"
+#   t_done
+#
+# Everything a test creates is registered with t_defer and undone in
+# reverse order on every exit path (success, failure, signal).
+set -u
+
+: "${CNI_BIN:?CNI_BIN must point at the built cni binary}"
+: "${CNI_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+
+T_N=0
+T_FAILED=0
+T_TAG="t$$"
+T_DEFER=()
+T_TMP=$(mktemp -d /tmp/cni-test.XXXXXX)
+
+t_defer() { T_DEFER+=("$*"); }
+t_cleanup() {
+	local i
+	for ((i = ${#T_DEFER[@]} - 1; i >= 0; i--)); do
+		eval "${T_DEFER[$i]}" >/dev/null 2>&1 || true
+	done
+	T_DEFER=()
+	rm -rf "$T_TMP"
+}
+trap 't_cleanup' EXIT
+trap 't_cleanup; exit 130' INT TERM
+
+t_diag() { printf '# %s\n' "$*" | sed '2,$s/^/# /'; }
+
+# t_pass/t_fail DESC
+t_pass() { T_N=$((T_N + 1)); echo "ok $T_N - $1"; }
+t_fail() {
+	T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"
+	shift
+	[ $# -gt 0 ] && t_diag "$@"
+	return 0
+}
+# t_skip DESC REASON: a visible skip.
+t_skip() { T_N=$((T_N + 1)); echo "ok $T_N - $1 # SKIP $2"; }
+
+# t_ok DESC CMD...: passes when CMD exits 0.
+t_ok() {
+	local d=$1 out; shift
+	if out=$("$@" 2>&1); then t_pass "$d"; else t_fail "$d" "command: $*" "$out"; fi
+}
+# t_nok DESC CMD...: passes when CMD fails.
+t_nok() {
+	local d=$1 out; shift
+	if out=$("$@" 2>&1); then t_fail "$d" "unexpectedly succeeded: $*" "$out"; else t_pass "$d"; fi
+}
+# t_is DESC GOT WANT
+t_is() {
+	if [ "$2" = "$3" ]; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want: '$3'"; fi
+}
+# t_like DESC GOT REGEX (extended)
+t_like() {
+	if printf '%s' "$2" | grep -Eq -- "$3"; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want match: '$3'"; fi
+}
+t_unlike() {
+	if printf '%s' "$2" | grep -Eq -- "$3"; then t_fail "$1" "got:  '$2'" "must not match: '$3'"; else t_pass "$1"; fi
+}
+# t_json DESC JQ-FILTER WANT: applies the filter to $OUT.
+t_json() {
+	local got
+	got=$(printf '%s' "$OUT" | jq -r "$2" 2>&1)
+	t_is "$1" "$got" "$3"
+}
+t_done() {
+	echo "1..$T_N"
+	[ "$T_FAILED" -eq 0 ]
+	exit $?
+}
+
+# A bin dir with every applet symlinked, as a runtime's CNI_PATH would be.
+T_BIN="$T_TMP/bin"
+mkdir -p "$T_BIN"
+"$CNI_BIN" --install "$T_BIN" >/dev/null 2>&1 || true
+export CNI_PATH="$T_BIN"
+
+# t_netns SHORT: create netns "cni-<tag>-SHORT", echo its path.
+t_netns() {
+	local n="cni-$T_TAG-$1"
+	ip netns add "$n" || return 1
+	t_defer "ip netns del $n"
+	ip -n "$n" link set lo up
+	echo "/run/netns/$n"
+}
+
+# cni_run APPLET CMD NETNS IFNAME CONTAINERID [CNI_ARGS]: config on stdin.
+# Sets OUT (stdout), ERR (stderr) and RC.
+cni_run() {
+	local applet=$1 cmd=$2 netns=$3 ifname=$4 id=$5 args=${6-}
+	local ef="$T_TMP/stderr"
+	OUT=$(env CNI_COMMAND="$cmd" CNI_NETNS="$netns" CNI_IFNAME="$ifname" \
+		CNI_CONTAINERID="$id" CNI_ARGS="$args" CNI_PATH="$CNI_PATH" \
+		"$T_BIN/$applet" 2>"$ef")
+	RC=$?
+	ERR=$(cat "$ef")
+	return 0
+}
+
+# t_err DESC CODE REGEX: expects a failed run whose stdout is a CNI error
+# with CODE and a msg+details matching REGEX.
+t_err() {
+	local code msg
+	code=$(printf '%s' "$OUT" | jq -r '.code' 2>/dev/null)
+	msg=$(printf '%s' "$OUT" | jq -r '(.msg // "") + " " + (.details // "")' 2>/dev/null)
+	if [ "$RC" -ne 0 ] && [ "$code" = "$2" ] && printf '%s' "$msg" | grep -Eq -- "$3"; then
+		t_pass "$1"
+	else
+		t_fail "$1" "rc=$RC out=$OUT" "want code $2 and message matching '$3'"
+	fi
+}
+
+# Snapshot of host network state, to prove a failed call changed nothing.
+t_host_state() {
+	{
+		ip -br link | awk '{print $1}' | sort
+		ip -br addr | sort
+		ip route show table all 2>/dev/null | grep -v '^local\|^broadcast\|proto kernel' | sort
+		nft list ruleset 2>/dev/null | grep -c . || true
+	} 2>/dev/null
+}
