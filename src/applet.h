@@ -102,8 +102,11 @@ struct cni_applet {
 enum {
 	/* An IPAM plugin: its ADD result has no interfaces. */
 	APPLET_IPAM = 1 << 0,
-	/* A tool, not a CNI plugin: not installed into CNI_PATH by default. */
+	/* A tool (sets .main), not a CNI plugin. */
 	APPLET_TOOL = 1 << 1,
+	/* Only reachable as `cni NAME`: `cni --install` makes no symlink for
+	 * it (exec, list, show would be odd names in CNI_PATH). */
+	APPLET_NOLINK = 1 << 2,
 };
 
 /* The generated, name-sorted registry. */

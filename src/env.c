@@ -165,6 +165,8 @@ static unsigned required(enum cni_cmd c)
 	}
 }
 
+
+
 int env_load(struct cni_req *req, struct cni_err *err)
 {
 	const char *cmd = getenv("CNI_COMMAND");
@@ -179,9 +181,13 @@ int env_load(struct cni_req *req, struct cni_err *err)
 	req->ifname = getenv("CNI_IFNAME");
 	req->args_raw = getenv("CNI_ARGS");
 	req->cni_path = getenv("CNI_PATH");
+	return env_validate(req, err);
+}
+
+int env_validate(struct cni_req *req, struct cni_err *err)
+{
 	if (req->cmd == CNI_CMD_VERSION)
 		return 0;
-
 	unsigned need = required(req->cmd);
 	char missing[128] = "";
 	struct {

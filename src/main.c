@@ -57,6 +57,8 @@ static int install(const char *dir, bool force)
 	int rc = 0;
 	for (size_t i = 0; i < cni_applets_count; i++) {
 		const char *name = cni_applets[i]->name;
+		if (cni_applets[i]->flags & APPLET_NOLINK)
+			continue;
 		_cleanup_free_ char *path = xasprintf("%s/%s", dir, name);
 		_cleanup_free_ char *tmp = xasprintf("%s/.%s.cni-tmp", dir, name);
 		struct stat st;

@@ -205,9 +205,11 @@ int plugin_invoke(const struct cni_applet *a, struct cni_req *req, struct cni_re
 	}
 	if (a->parse && a->parse(req, err) < 0)
 		return -1;
-	/* A chained plugin passes prevResult through with its changes. */
-	_cleanup_(result_freep) struct cni_result *r =
-		req->prev ? result_clone(req->prev) : result_new(req->version);
+	/* A chained plugin passes prevResult through with its changes; an
+	 * IPAM plugin reports only its own allocation. */
+	_cleanup_(result_freep) struct cni_result *r = req->prev && !(a->flags & APPLET_IPAM)
+							       ? result_clone(req->prev)
+							       : result_new(req->version);
 	free(r->cni_version);
 	r->cni_version = xstrdup(req->version);
 	if (!fn) {

@@ -36,6 +36,9 @@ int env_check_netname(const char *name, const char *field, struct cni_err *err);
 /* Fill req's CNI_* fields from the process environment and check that the
  * variables required for req->cmd are present and valid. */
 int env_load(struct cni_req *req, struct cni_err *err);
+/* The same checks for a request whose CNI_* fields were filled by the
+ * caller (the runtime, delegation); also parses args_raw into args. */
+int env_validate(struct cni_req *req, struct cni_err *err);
 
 /* Build a request for cmd from a parsed config (takes ownership of conf):
  * reads the common fields (cniVersion, name, type, ipam, runtimeConfig,
