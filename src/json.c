@@ -281,6 +281,13 @@ struct cni_json *json_parse(const char *text, size_t len, struct cni_err *err)
 			JSON_MAX_BYTES);
 		return NULL;
 	}
+	size_t ws = 0;
+	while (ws < len && (text[ws] == ' ' || text[ws] == '\n' || text[ws] == '\t' || text[ws] == '\r'))
+		ws++;
+	if (ws == len) {
+		err_set(err, CNI_ERR_DECODE, "empty JSON input");
+		return NULL;
+	}
 	struct pstate st = {0};
 	yajl_handle h = yajl_alloc(&parse_cbs, NULL, &st);
 	if (!h)

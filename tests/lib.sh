@@ -17,16 +17,19 @@ set -u
 T_N=0
 T_FAILED=0
 T_TAG="t$$"
-T_DEFER=()
 T_TMP=$(mktemp -d /tmp/cni-test.XXXXXX)
+T_MAIN=$BASHPID
 
-t_defer() { T_DEFER+=("$*"); }
+# Cleanup commands live in a file, so that helpers called inside $(...)
+# (a subshell) can register them too; they run newest first.
+t_defer() { printf '%s\n' "$*" >>"$T_TMP/defer"; }
 t_cleanup() {
-	local i
-	for ((i = ${#T_DEFER[@]} - 1; i >= 0; i--)); do
-		eval "${T_DEFER[$i]}" >/dev/null 2>&1 || true
-	done
-	T_DEFER=()
+	[ "$BASHPID" = "$T_MAIN" ] || return 0
+	if [ -f "$T_TMP/defer" ]; then
+		tac "$T_TMP/defer" | while IFS= read -r c; do
+			eval "$c" >/dev/null 2>&1 </dev/null || true
+		done
+	fi
 	rm -rf "$T_TMP"
 }
 trap 't_cleanup' EXIT
@@ -61,10 +64,10 @@ t_is() {
 }
 # t_like DESC GOT REGEX (extended)
 t_like() {
-	if printf '%s' "$2" | grep -Eq -- "$3"; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want match: '$3'"; fi
+	if printf '%s' "$2" | grep -Ezq -- "$3"; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want match: '$3'"; fi
 }
 t_unlike() {
-	if printf '%s' "$2" | grep -Eq -- "$3"; then t_fail "$1" "got:  '$2'" "must not match: '$3'"; else t_pass "$1"; fi
+	if printf '%s' "$2" | grep -Ezq -- "$3"; then t_fail "$1" "got:  '$2'" "must not match: '$3'"; else t_pass "$1"; fi
 }
 # t_json DESC JQ-FILTER WANT: applies the filter to $OUT.
 t_json() {
@@ -112,7 +115,7 @@ t_err() {
 	local code msg
 	code=$(printf '%s' "$OUT" | jq -r '.code' 2>/dev/null)
 	msg=$(printf '%s' "$OUT" | jq -r '(.msg // "") + " " + (.details // "")' 2>/dev/null)
-	if [ "$RC" -ne 0 ] && [ "$code" = "$2" ] && printf '%s' "$msg" | grep -Eq -- "$3"; then
+	if [ "$RC" -ne 0 ] && [ "$code" = "$2" ] && printf '%s' "$msg" | grep -Ezq -- "$3"; then
 		t_pass "$1"
 	else
 		t_fail "$1" "rc=$RC out=$OUT" "want code $2 and message matching '$3'"
