@@ -64,10 +64,10 @@ t_is() {
 }
 # t_like DESC GOT REGEX (extended)
 t_like() {
-	if printf '%s' "$2" | grep -Ezq -- "$3"; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want match: '$3'"; fi
+	if printf '%s' "$2" | grep -Pzq -- "(?ms)$3"; then t_pass "$1"; else t_fail "$1" "got:  '$2'" "want match: '$3'"; fi
 }
 t_unlike() {
-	if printf '%s' "$2" | grep -Ezq -- "$3"; then t_fail "$1" "got:  '$2'" "must not match: '$3'"; else t_pass "$1"; fi
+	if printf '%s' "$2" | grep -Pzq -- "(?ms)$3"; then t_fail "$1" "got:  '$2'" "must not match: '$3'"; else t_pass "$1"; fi
 }
 # t_json DESC JQ-FILTER WANT: applies the filter to $OUT.
 t_json() {
@@ -115,7 +115,7 @@ t_err() {
 	local code msg
 	code=$(printf '%s' "$OUT" | jq -r '.code' 2>/dev/null)
 	msg=$(printf '%s' "$OUT" | jq -r '(.msg // "") + " " + (.details // "")' 2>/dev/null)
-	if [ "$RC" -ne 0 ] && [ "$code" = "$2" ] && printf '%s' "$msg" | grep -Ezq -- "$3"; then
+	if [ "$RC" -ne 0 ] && [ "$code" = "$2" ] && printf '%s' "$msg" | grep -Pzq -- "(?ms)$3"; then
 		t_pass "$1"
 	else
 		t_fail "$1" "rc=$RC out=$OUT" "want code $2 and message matching '$3'"
