@@ -65,4 +65,10 @@ t_is "host state unchanged by all the failures" "$(t_host_state)" "$before"
 # STATUS and GC at 1.1.0 are accepted and succeed for loopback.
 cni_run loopback STATUS "" "" "" <<<'{"cniVersion":"1.1.0","name":"n","type":"loopback"}'; t_is "STATUS 1.1.0" "$RC:$OUT" "0:"
 CNI_PATH=$T_BIN cni_run loopback GC "" "" "" <<<'{"cniVersion":"1.1.0","name":"n","type":"loopback","cni.dev/valid-attachments":[]}'; t_is "GC 1.1.0" "$RC:$OUT" "0:"
+# Least privilege: VERSION keeps no capability; a network applet keeps
+# NET_ADMIN, NET_RAW, SYS_ADMIN, SYS_PTRACE and DAC_OVERRIDE only.
+err=$(CNI_TEST_CAPS=1 CNI_COMMAND=VERSION "$T_BIN/loopback" 2>&1 >/dev/null </dev/null)
+t_is "VERSION runs with no capabilities" "$err" "caps=0"
+err=$(CNI_TEST_CAPS=1 CNI_COMMAND=ADD CNI_NETNS=$ns CNI_IFNAME=lo CNI_CONTAINERID=c1 "$T_BIN/loopback" 2>&1 >/dev/null <<<"$conf")
+t_is "ADD keeps only the network set" "$err" "caps=283002"
 t_done
