@@ -373,6 +373,27 @@ char *json_dump(const struct cni_json *j, bool pretty)
 		len--;
 	char *s = xstrndup((const char *)buf, len);
 	yajl_gen_free(g);
+	if (pretty) {
+		/* yajl prints an empty container as "{", blank lines, "}";
+		 * make it "{}". A raw newline only ever appears outside
+		 * strings (yajl escapes it inside), so the scan is safe. */
+		char *w = s;
+		for (const char *r = s; *r;) {
+			*w++ = *r;
+			if (*r == '{' || *r == '[') {
+				const char *q = r + 1;
+				while (*q == ' ' || *q == '\n')
+					q++;
+				if (q > r + 1 && memchr(r + 1, '\n', (size_t)(q - r - 1)) &&
+				    *q == (*r == '{' ? '}' : ']')) {
+					r = q;
+					continue;
+				}
+			}
+			r++;
+		}
+		*w = 0;
+	}
 	return s;
 }
 
@@ -410,7 +431,8 @@ const char *json_path_key(const struct cni_json *obj, const char *key, char *buf
 	return buf;
 }
 
-static int verr(struct cni_err *err, const char *path, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static int verr(struct cni_err *err, const char *path,
+							const char *fmt, va_list ap)
 {
 	char m[256];
 	vsnprintf(m, sizeof(m), fmt, ap);
