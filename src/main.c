@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"Usage:\n"
 		"  APPLET                     run as a plugin through a symlink named APPLET\n"
 		"  cni APPLET [ARGS]          the same without a symlink\n"
-		"  cni --install DIR [--force] create DIR/APPLET symlinks for every applet\n"
+		"  cni --install DIR [--target PATH] [--force]\n"
+		"                             create DIR/APPLET symlinks for every applet\n"
 		"  cni --list                 list the applets\n"
 		"  cni --version | --help\n\n"
 		"Applets:\n",
@@ -40,16 +41,22 @@ static void usage(FILE *f)
 }
 
 /* Create DIR/name -> target for every applet; an existing symlink is
- * replaced atomically, anything else is refused unless force. */
-static int install(const char *dir, bool force)
+ * replaced atomically, anything else is refused unless force. The target is
+ * the running binary unless given: a package build stages the links under
+ * DESTDIR, where they must name the path the binary will have once unpacked,
+ * which need not exist yet. */
+static int install(const char *dir, const char *target, bool force)
 {
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0) {
-		fprintf(stderr, "cni: cannot resolve own path: %m\n");
-		return 1;
+	if (!target) {
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0) {
+			fprintf(stderr, "cni: cannot resolve own path: %m\n");
+			return 1;
+		}
+		self[n] = 0;
+		target = self;
 	}
-	self[n] = 0;
 	if (mkdir_p(dir, 0755) < 0) {
 		fprintf(stderr, "cni: cannot create %s: %m\n", dir);
 		return 1;
@@ -68,7 +75,7 @@ static int install(const char *dir, bool force)
 			continue;
 		}
 		unlink(tmp);
-		if (symlink(self, tmp) < 0 || rename(tmp, path) < 0) {
+		if (symlink(target, tmp) < 0 || rename(tmp, path) < 0) {
 			fprintf(stderr, "cni: cannot create %s: %m\n", path);
 			unlink(tmp);
 			rc = 1;
@@ -105,12 +112,22 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (streq(argv[1], "--install")) {
-		bool force = argc > 3 && streq(argv[3], "--force");
-		if (argc < 3 || (argc > 3 && !force) || argc > 4) {
-			fprintf(stderr, "usage: cni --install DIR [--force]\n");
+		const char *target = NULL;
+		bool force = false;
+		int i = 3;
+		for (; i < argc; i++) {
+			if (streq(argv[i], "--force"))
+				force = true;
+			else if (streq(argv[i], "--target") && i + 1 < argc && argv[i + 1][0])
+				target = argv[++i];
+			else
+				break;
+		}
+		if (argc < 3 || i < argc) {
+			fprintf(stderr, "usage: cni --install DIR [--target PATH] [--force]\n");
 			return 2;
 		}
-		return install(argv[2], force);
+		return install(argv[2], target, force);
 	}
 	a = applet_find(argv[1]);
 	if (!a) {
