@@ -1,0 +1,972 @@
+/* nftables backend, in-process through libnftables, table `inet cni`.
+ *
+ * Shared objects (per feature, prefixed pm_, masq_, fw_) are hook chains
+ * and verdict maps; every ADD re-declares them and rebuilds the few rules
+ * of the hook chains inside its own transaction, so they are always whole.
+ *
+ * Per attachment, tag = H16(net) "-" H16(ifname ":" id), there are chains
+ * "<kind>-<tag>" and map elements "key : jump <kind>-<tag>". The first
+ * chain of an attachment is its record: each of its rules has the comment
+ * "<map> <key>" for a key the attachment holds (keys whose rules live in
+ * a second chain get an inert "continue" rule there). So:
+ * - ADD is one transaction and reads nothing: it *creates* the record
+ *   chain, which fails if the attachment already exists (a re-ADD) or a
+ *   key is held by someone else; only then does it read (slow path).
+ * - DEL reads the record chain and removes its elements and chains in one
+ *   transaction. Neither reads the shared maps, and each transaction holds
+ *   only the attachment's own objects. (libnftables 1.0 still loads its
+ *   object cache for every command, a cost that grows with the ruleset;
+ *   we keep the number of commands per operation at one or two.)
+ *
+ * The shared maps are read on the slow path, by CHECK and by GC. Taking
+ * over another attachment's key also deletes its record rule, so its DEL
+ * cannot remove our element.
+ *
+ * We read with JSON output (`list chain`, `list map`) and parse it with
+ * json.c; we write with the nft language, one buffer per transaction. */
+#define CNI_FW_INTERNAL
+#include "fw.h"
+
+#include <errno.h>
+#include <nftables/libnftables.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#define T "inet cni"
+
+/* What libnftables says when the object we list does not exist. */
+#define NFT_ENOENT "No such file or directory"
+
+static void ctx_freep(struct nft_ctx **c)
+{
+	if (*c)
+		nft_ctx_free(*c);
+}
+
+static struct nft_ctx *ctx_new(bool json)
+{
+	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!c)
+		return NULL;
+	nft_ctx_buffer_output(c);
+	nft_ctx_buffer_error(c);
+	if (json)
+		nft_ctx_output_set_flags(c, NFT_CTX_OUTPUT_JSON);
+	return c;
+}
+
+/* The useful part of libnftables' error text: the first line, trimmed. */
+static void nft_errtext(struct nft_ctx *c, char *buf, size_t size)
+{
+	const char *e = nft_ctx_get_error_buffer(c);
+	buf[0] = 0;
+	if (!e)
+		return;
+	while (*e == '\n' || *e == ' ')
+		e++;
+	size_t n = strcspn(e, "\n");
+	if (n >= size)
+		n = size - 1;
+	memcpy(buf, e, n);
+	buf[n] = 0;
+}
+
+/* Run cmds as one transaction. err may be NULL (a try). */
+static int nft_run(struct nft_ctx *c, const char *cmds, const char *what, struct cni_err *err)
+{
+	if (nft_run_cmd_from_buffer(c, cmds) == 0)
+		return 0;
+	if (!err) {
+		nft_ctx_get_error_buffer(c); /* rewinds it for the next run */
+	} else {
+		char e[400];
+		nft_errtext(c, e, sizeof(e));
+		err_set(err, CNI_ERR_INTERNAL, "nftables: %s failed", what);
+		err_append(err, "%s", e);
+	}
+	return -1;
+}
+
+bool fw_nft_chain_exists(const char *table, const char *chain)
+{
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	_cleanup_free_ char *cmd = xasprintf("list chain %s %s", table, chain);
+	return c && nft_run_cmd_from_buffer(c, cmd) == 0;
+}
+
+bool fw_nft_available(void)
+{
+	static int cached = -1;
+	if (cached < 0) {
+		_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+		/* Cheap but real: `list tables` would read the whole ruleset
+		 * into libnftables' cache; flowtables need only the tables. */
+		cached = c && nft_run_cmd_from_buffer(c, "list flowtables") == 0;
+	}
+	return cached;
+}
+
+/* `list <what>` as JSON; NULL when absent (*gone) or on error (err). */
+static struct cni_json *nft_list(const char *what, bool *gone, struct cni_err *err)
+{
+	*gone = false;
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(true);
+	if (!c) {
+		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+		return NULL;
+	}
+	_cleanup_free_ char *cmd = xasprintf("list %s", what);
+	if (nft_run_cmd_from_buffer(c, cmd) != 0) {
+		char e[400];
+		nft_errtext(c, e, sizeof(e));
+		if (strstr(e, NFT_ENOENT)) {
+			*gone = true;
+			return NULL;
+		}
+		err_set(err, CNI_ERR_INTERNAL, "nftables: %s failed", cmd);
+		err_append(err, "%s", e);
+		return NULL;
+	}
+	const char *out = nft_ctx_get_output_buffer(c);
+	struct cni_err perr = {0};
+	struct cni_json *j = json_parse(out, strlen(out), &perr);
+	if (!j) {
+		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot read the output of %s", cmd);
+		err_append(err, "%s", perr.msg);
+	}
+	return j;
+}
+
+/* The items of {"nftables": [...]} that are objects with key kind. */
+static size_t items(const struct cni_json *j, const char *kind, const struct cni_json ***out)
+{
+	const struct cni_json *arr = json_get(j, "nftables");
+	size_t n = 0, cap = 0;
+	const struct cni_json **v = NULL;
+	for (size_t i = 0; i < json_len(arr); i++) {
+		const struct cni_json *o = json_get(json_at(arr, i), kind);
+		if (!o)
+			continue;
+		xgrow(&v, &cap, n, sizeof(*v));
+		v[n++] = o;
+	}
+	*out = v;
+	return n;
+}
+
+/* A key as nft writes it in a command: concatenations joined by " . ". */
+static void key_text(const struct cni_json *k, struct fw_buf *b)
+{
+	if (json_is(k, JSON_STRING)) {
+		fw_buf_add(b, "%s", json_str(k));
+	} else if (json_is(k, JSON_NUMBER)) {
+		fw_buf_add(b, "%s", k->num);
+	} else if (json_get(k, "concat")) {
+		const struct cni_json *c = json_get(k, "concat");
+		for (size_t i = 0; i < json_len(c); i++) {
+			if (i)
+				fw_buf_add(b, " . ");
+			key_text(json_at(c, i), b);
+		}
+	} else if (json_get(k, "prefix")) {
+		const struct cni_json *p = json_get(k, "prefix");
+		key_text(json_get(p, "addr"), b);
+		fw_buf_add(b, "/");
+		key_text(json_get(p, "len"), b);
+	} else {
+		fw_buf_add(b, "?");
+	}
+}
+
+/* One record or element: map, key and the chain holding/targeted. */
+struct nrec {
+	char *map, *key, *chain;
+	char *handle; /* rule handle (records read from a chain) */
+};
+
+struct nrecs {
+	struct nrec *v;
+	size_t n, cap;
+};
+
+static void recs_add(struct nrecs *r, const char *map, const char *key, const char *chain,
+		     const char *handle)
+{
+	xgrow(&r->v, &r->cap, r->n, sizeof(*r->v));
+	r->v[r->n++] = (struct nrec){xstrdup(map), xstrdup(key), xstrdup(chain),
+				     handle ? xstrdup(handle) : NULL};
+}
+
+static void recs_free(struct nrecs *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->v[i].map);
+		free(r->v[i].key);
+		free(r->v[i].chain);
+		free(r->v[i].handle);
+	}
+	free(r->v);
+	*r = (struct nrecs){0};
+}
+
+static bool recs_has(const struct nrecs *r, const char *map, const char *key)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (streq(r->v[i].map, map) && streq(r->v[i].key, key))
+			return true;
+	return false;
+}
+
+/* Read the records of a per-attachment chain into r. *exists tells whether
+ * the chain is there. Records without our comment shape are ignored. */
+static int read_chain(const char *chain, struct nrecs *r, bool *exists, struct cni_err *err)
+{
+	bool gone;
+	_cleanup_free_ char *what = xasprintf("chain " T " %s", chain);
+	_cleanup_(json_freep) struct cni_json *j = nft_list(what, &gone, err);
+	*exists = false;
+	if (!j)
+		return gone ? 0 : -1;
+	*exists = true;
+	_cleanup_free_ const struct cni_json **rules = NULL;
+	size_t n = items(j, "rule", &rules);
+	for (size_t i = 0; i < n; i++) {
+		const char *c = json_str(json_get(rules[i], "comment"));
+		const struct cni_json *h = json_get(rules[i], "handle");
+		const char *sp = c ? strchr(c, ' ') : NULL;
+		if (!sp || !json_is(h, JSON_NUMBER))
+			continue;
+		_cleanup_free_ char *map = xstrndup(c, (size_t)(sp - c));
+		recs_add(r, map, sp + 1, chain, h->num);
+	}
+	return 0;
+}
+
+/* Read the elements of a verdict map: key and the chain each jumps to. */
+static int read_map(const char *map, struct nrecs *r, struct cni_err *err)
+{
+	bool gone;
+	_cleanup_free_ char *what = xasprintf("map " T " %s", map);
+	_cleanup_(json_freep) struct cni_json *j = nft_list(what, &gone, err);
+	if (!j)
+		return gone ? 0 : -1;
+	_cleanup_free_ const struct cni_json **maps = NULL;
+	size_t n = items(j, "map", &maps);
+	for (size_t m = 0; m < n; m++) {
+		const struct cni_json *elems = json_get(maps[m], "elem");
+		for (size_t i = 0; i < json_len(elems); i++) {
+			const struct cni_json *pair = json_at(elems, i);
+			const struct cni_json *k = json_at(pair, 0), *v = json_at(pair, 1);
+			if (json_get(k, "elem"))
+				k = json_get(json_get(k, "elem"), "val");
+			const char *target = json_str(json_get(json_get(v, "jump"), "target"));
+			if (!target)
+				target = json_str(json_get(json_get(v, "goto"), "target"));
+			struct fw_buf kb = {0};
+			key_text(k, &kb);
+			recs_add(r, map, kb.s ? kb.s : "", target ? target : "", NULL);
+			fw_buf_free(&kb);
+		}
+	}
+	return 0;
+}
+
+/* What one attachment should hold: its chains, their rules (each with the
+ * map key it records), and the comment its map elements carry. */
+struct nrule {
+	int chain; /* index into plan.chains */
+	char *map, *key, *body;
+};
+
+struct nplan {
+	const char *skel;	 /* declares and rebuilds the shared objects */
+	const char *extra;	 /* more shared changes for the same transaction */
+	const char *const *maps; /* every verdict map of the feature */
+	char chains[2][48];
+	size_t n_chains;
+	struct nrule *rules;
+	size_t n_rules, cap;
+	char comment[128];
+};
+
+static void plan_init(struct nplan *p, const char *skel, const char *const *maps,
+		      const char *const *kinds, size_t n_kinds, const struct fw_att *a)
+{
+	*p = (struct nplan){.skel = skel, .maps = maps, .n_chains = n_kinds};
+	char tag[FW_TAG_LEN + 1];
+	fw_tag(a, tag);
+	for (size_t i = 0; i < n_kinds; i++)
+		snprintf(p->chains[i], sizeof(p->chains[i]), "%s-%s", kinds[i], tag);
+	/* Element comments are for people reading the ruleset; the owner is
+	 * the chain the element jumps to. nft allows 128 bytes, no quotes. */
+	snprintf(p->comment, sizeof(p->comment), "net %s if %s id %s", a->net ? a->net : "",
+		 a->ifname ? a->ifname : "", a->id ? a->id : "");
+	for (char *s = p->comment; *s; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+			*s = '_';
+}
+
+static void plan_rule(struct nplan *p, int chain, const char *map, const char *key, const char *fmt,
+		      ...) _printf_(5, 6);
+static void plan_rule(struct nplan *p, int chain, const char *map, const char *key, const char *fmt,
+		      ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *body = NULL;
+	if (vasprintf(&body, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	xgrow(&p->rules, &p->cap, p->n_rules, sizeof(*p->rules));
+	p->rules[p->n_rules++] = (struct nrule){chain, xstrdup(map), xstrdup(key), body};
+}
+
+/* Whether rules[i] is the first of the plan with its (map, key). */
+static bool plan_first_key(const struct nplan *p, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (streq(p->rules[k].map, p->rules[i].map) &&
+		    streq(p->rules[k].key, p->rules[i].key))
+			return false;
+	return true;
+}
+
+static void plan_free(struct nplan *p)
+{
+	for (size_t i = 0; i < p->n_rules; i++) {
+		free(p->rules[i].map);
+		free(p->rules[i].key);
+		free(p->rules[i].body);
+	}
+	free(p->rules);
+	p->rules = NULL;
+	p->n_rules = p->cap = 0;
+}
+
+static bool plan_owns(const struct nplan *p, const char *chain)
+{
+	for (size_t i = 0; i < p->n_chains; i++)
+		if (streq(p->chains[i], chain))
+			return true;
+	return false;
+}
+
+static bool plan_wants(const struct nplan *p, const char *map, const char *key)
+{
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (streq(p->rules[i].map, map) && streq(p->rules[i].key, key))
+			return true;
+	return false;
+}
+
+/* Append "delete element" once per distinct (map, key) of r. */
+static void add_deletes(struct fw_buf *b, const struct nrecs *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		bool dup = false;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = streq(r->v[k].map, r->v[i].map) && streq(r->v[k].key, r->v[i].key);
+		if (!dup)
+			fw_buf_add(b, "delete element " T " %s { %s }\n", r->v[i].map, r->v[i].key);
+	}
+}
+
+/* Chains, rules and elements of the plan (after any deletes). fresh: the
+ * record chain must not exist yet ("create" fails on a re-ADD). */
+static void add_plan(struct fw_buf *b, const struct nplan *p, bool fresh)
+{
+	for (size_t i = 0; i < p->n_chains; i++) {
+		if (i == 0 && fresh)
+			fw_buf_add(b, "create chain " T " %s\n", p->chains[i]);
+		else
+			fw_buf_add(b, "add chain " T " %s\nflush chain " T " %s\n", p->chains[i],
+				   p->chains[i]);
+	}
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct nrule *r = &p->rules[i];
+		if (r->chain == 0)
+			fw_buf_add(b, "add rule " T " %s %s comment \"%s %s\"\n", p->chains[0],
+				   r->body, r->map, r->key);
+		else
+			fw_buf_add(b, "add rule " T " %s %s\n", p->chains[r->chain], r->body);
+	}
+	/* Keys whose rules live in another chain are recorded by an inert
+	 * rule in the record chain. */
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct nrule *r = &p->rules[i];
+		bool recorded = false;
+		for (size_t k = 0; k < p->n_rules && !recorded; k++)
+			recorded = p->rules[k].chain == 0 && streq(p->rules[k].map, r->map) &&
+				   streq(p->rules[k].key, r->key);
+		if (!recorded && plan_first_key(p, i))
+			fw_buf_add(b, "add rule " T " %s continue comment \"%s %s\"\n",
+				   p->chains[0], r->map, r->key);
+	}
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct nrule *r = &p->rules[i];
+		if (plan_first_key(p, i))
+			fw_buf_add(b, "add element " T " %s { %s comment \"%s\" : jump %s }\n",
+				   r->map, r->key, p->comment, p->chains[r->chain]);
+	}
+}
+
+/* The record chain of the attachment owning chain ("pmm-<tag>" ->
+ * "pm-<tag>"): the first kind of the plan, same tag. */
+static void record_chain(const struct nplan *p, const char *chain, char *buf, size_t size)
+{
+	const char *tag = strchr(chain, '-');
+	const char *first = p->chains[0];
+	snprintf(buf, size, "%.*s%s", (int)(strchr(first, '-') - first), first, tag ? tag : "");
+}
+
+/* The slow path's deletes: every element jumping to our chains, every
+ * element holding a key we want, and the record rules of the attachments
+ * those keys are taken from. */
+static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err *err)
+{
+	struct nrecs elems = {0}, victims = {0};
+	char **read = NULL;
+	size_t n_read = 0;
+	int r = 0;
+	for (size_t m = 0; p->maps[m] && r == 0; m++)
+		r = read_map(p->maps[m], &elems, err);
+	for (size_t i = 0; i < elems.n && r == 0; i++) {
+		struct nrec *e = &elems.v[i];
+		if (plan_owns(p, e->chain)) {
+			fw_buf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
+		} else if (plan_wants(p, e->map, e->key)) {
+			fw_buf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
+			fprintf(stderr, "cni: nftables: %s { %s } taken over from chain %s\n",
+				e->map, e->key, e->chain);
+			/* Fix the loser's record so that its DEL leaves ours. */
+			char rc[64];
+			bool seen = false, exists;
+			record_chain(p, e->chain, rc, sizeof(rc));
+			for (size_t k = 0; k < n_read && !seen; k++)
+				seen = streq(read[k], rc);
+			if (!seen && e->chain[0]) {
+				read = xrealloc(read, (n_read + 1) * sizeof(*read));
+				read[n_read++] = xstrdup(rc);
+				r = read_chain(rc, &victims, &exists, err);
+			}
+		}
+	}
+	for (size_t i = 0; i < victims.n && r == 0; i++) {
+		struct nrec *v = &victims.v[i];
+		if (plan_wants(p, v->map, v->key))
+			fw_buf_add(b, "delete rule " T " %s handle %s\n", v->chain, v->handle);
+	}
+	recs_free(&elems);
+	recs_free(&victims);
+	for (size_t i = 0; i < n_read; i++)
+		free(read[i]);
+	free(read);
+	return r;
+}
+
+/* Replace what the attachment holds with plan p, in one transaction. */
+static int plan_apply(const struct nplan *p, const char *what, struct cni_err *err)
+{
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	if (!c)
+		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+	struct fw_buf b = {0};
+	fw_buf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
+	add_plan(&b, p, true);
+	int r = nft_run(c, b.s, what, NULL);
+	fw_buf_free(&b);
+	if (r == 0)
+		return 0;
+
+	/* Slow path (a re-ADD, or keys held by others): drop every element
+	 * that points at us, take our keys over, and rebuild our chains. */
+	fw_buf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
+	r = add_takeover(&b, p, err);
+	if (r == 0) {
+		add_plan(&b, p, false);
+		r = nft_run(c, b.s, what, err);
+	}
+	fw_buf_free(&b);
+	return r;
+}
+
+/* Remove the attachment's chains and the elements its record chain lists
+ * (or, on the slow path, that jump to them). Nothing there is success;
+ * force (GC) also clears a second chain left without its record chain. */
+static int chains_remove(const struct nplan *p, bool force, const char *what, struct cni_err *err)
+{
+	struct nrecs rec = {0};
+	bool exists;
+	if (read_chain(p->chains[0], &rec, &exists, err) < 0)
+		return -1;
+	if (!exists && !force)
+		return 0;
+	struct fw_buf b = {0}, tail = {0};
+	add_deletes(&b, &rec);
+	recs_free(&rec);
+	/* "add" first: a chain that is not there is no error. */
+	for (size_t i = 0; i < p->n_chains; i++)
+		fw_buf_add(&tail,
+			   "add chain " T " %s\nflush chain " T " %s\ndelete chain " T " %s\n",
+			   p->chains[i], p->chains[i], p->chains[i]);
+	fw_buf_add(&b, "%s", tail.s);
+
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	int r = -1;
+	if (!c) {
+		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+	} else if (nft_run(c, b.s, what, NULL) == 0) {
+		r = 0;
+	} else {
+		/* A record out of step with the maps: find what jumps to us. */
+		struct nrecs elems = {0};
+		r = 0;
+		for (size_t m = 0; p->maps[m] && r == 0; m++)
+			r = read_map(p->maps[m], &elems, err);
+		if (r == 0) {
+			fw_buf_free(&b);
+			for (size_t i = 0; i < elems.n; i++)
+				if (plan_owns(p, elems.v[i].chain))
+					fw_buf_add(&b, "delete element " T " %s { %s }\n",
+						   elems.v[i].map, elems.v[i].key);
+			fw_buf_add(&b, "%s", tail.s);
+			r = nft_run(c, b.s, what, err);
+		}
+		recs_free(&elems);
+	}
+	fw_buf_free(&b);
+	fw_buf_free(&tail);
+	return r;
+}
+
+/* CHECK: every record and element of the plan is there and ours. */
+static int plan_check(const struct nplan *p, const char *const *hooks, struct cni_err *err)
+{
+	for (size_t i = 0; hooks[i]; i++) {
+		bool gone;
+		_cleanup_free_ char *what = xasprintf("chain " T " %s", hooks[i]);
+		_cleanup_(json_freep) struct cni_json *j = nft_list(what, &gone, err);
+		if (!j)
+			return gone ? err_set(err, CNI_ERR_INTERNAL, "nftables: chain %s missing",
+					      hooks[i])
+				    : -1;
+	}
+	struct nrecs rec = {0}, elems = {0};
+	int r = 0;
+	for (size_t i = 0; i < p->n_chains && r == 0; i++) {
+		bool exists;
+		bool used = false;
+		for (size_t k = 0; k < p->n_rules; k++)
+			used |= p->rules[k].chain == (int)i;
+		r = read_chain(p->chains[i], &rec, &exists, err);
+		if (r == 0 && used && !exists)
+			r = err_set(err, CNI_ERR_INTERNAL, "nftables: chain %s missing",
+				    p->chains[i]);
+	}
+	for (size_t m = 0; p->maps[m] && r == 0; m++)
+		r = read_map(p->maps[m], &elems, err);
+	for (size_t i = 0; i < p->n_rules && r == 0; i++) {
+		const struct nrule *x = &p->rules[i];
+		if (!recs_has(&rec, x->map, x->key)) {
+			r = err_set(err, CNI_ERR_INTERNAL,
+				    "nftables: record of %s { %s } missing in %s", x->map, x->key,
+				    p->chains[0]);
+			break;
+		}
+		bool ok = false;
+		for (size_t k = 0; k < elems.n && !ok; k++)
+			ok = streq(elems.v[k].map, x->map) && streq(elems.v[k].key, x->key) &&
+			     streq(elems.v[k].chain, p->chains[x->chain]);
+		if (!ok)
+			r = err_set(
+			    err, CNI_ERR_INTERNAL,
+			    "nftables: element %s { %s } missing or held by another attachment",
+			    x->map, x->key);
+	}
+	recs_free(&rec);
+	recs_free(&elems);
+	return r;
+}
+
+/* GC: chains "<kind>-<H(net)>-*" whose tag no valid attachment has. */
+static int gc_kinds(const char *skel, const char *const *maps, const char *const *kinds,
+		    size_t n_kinds, const char *net, const struct fw_att *valid, size_t n_valid,
+		    struct cni_err *err)
+{
+	bool gone;
+	_cleanup_(json_freep) struct cni_json *j = nft_list("chains inet", &gone, err);
+	if (!j)
+		return gone ? 0 : -1;
+	char nh[17];
+	fw_tag_net(net, nh);
+	_cleanup_free_ const struct cni_json **chains = NULL;
+	size_t n = items(j, "chain", &chains);
+	char(*stale)[FW_TAG_LEN + 1] = xcalloc(n ? n : 1, sizeof(*stale));
+	size_t n_stale = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_str(json_get(chains[i], "name"));
+		if (!streq(json_str(json_get(chains[i], "table")), "cni") || !name)
+			continue;
+		for (size_t k = 0; k < n_kinds; k++) {
+			size_t kl = strlen(kinds[k]);
+			if (strncmp(name, kinds[k], kl) || name[kl] != '-' ||
+			    strncmp(name + kl + 1, nh, 16) || strlen(name + kl + 1) != FW_TAG_LEN)
+				continue;
+			const char *tag = name + kl + 1;
+			bool keep = false;
+			for (size_t v = 0; v < n_valid && !keep; v++) {
+				char vt[FW_TAG_LEN + 1];
+				fw_tag(&valid[v], vt);
+				keep = streq(vt, tag);
+			}
+			for (size_t s = 0; s < n_stale && !keep; s++)
+				keep = streq(stale[s], tag);
+			if (!keep)
+				snprintf(stale[n_stale++], FW_TAG_LEN + 1, "%s", tag);
+		}
+	}
+	int r = 0;
+	for (size_t s = 0; s < n_stale && r == 0; s++) {
+		struct nplan p = {.skel = skel, .maps = maps, .n_chains = n_kinds};
+		for (size_t k = 0; k < n_kinds; k++)
+			snprintf(p.chains[k], sizeof(p.chains[k]), "%s-%s", kinds[k], stale[s]);
+		r = chains_remove(&p, true, "garbage collection", err);
+	}
+	free(stale);
+	return r;
+}
+
+int fw_nft_check_conditions(int family, const char *const *cond, size_t n, const char *field,
+			    struct cni_err *err)
+{
+	/* A dry run of a rule shaped like ours, in a scratch table: the
+	 * kernel is not changed, but syntax and types are checked. */
+	struct fw_buf b = {0};
+	fw_buf_add(&b,
+		   "add table inet cni_check\n"
+		   "add chain inet cni_check c { type nat hook prerouting priority -100; }\n"
+		   "add rule inet cni_check c meta nfproto %s tcp dport 1",
+		   family == AF_INET ? "ipv4" : "ipv6");
+	for (size_t i = 0; i < n; i++)
+		fw_buf_add(&b, " %s", cond[i]);
+	fw_buf_add(&b, " %s\n",
+		   family == AF_INET ? "dnat ip to 127.0.0.1:1" : "dnat ip6 to [::1]:1");
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	int r = 0;
+	if (c) {
+		nft_ctx_set_dry_run(c, true);
+		if (nft_run_cmd_from_buffer(c, b.s) != 0) {
+			char e[400];
+			nft_errtext(c, e, sizeof(e));
+			err_set(err, CNI_ERR_INVALID_CONFIG, "%s: not a valid nftables match",
+				field);
+			r = err_append(err, "%s", e);
+		}
+	}
+	fw_buf_free(&b);
+	return r;
+}
+
+/* portmap ---------------------------------------------------------------*/
+
+static const char pm_skel[] =
+    "add table " T "\n"
+    "add map " T " pm_any { type nf_proto . inet_proto . inet_service : verdict; }\n"
+    "add map " T " pm_hostip4 { type ipv4_addr . inet_proto . inet_service : verdict; }\n"
+    "add map " T " pm_hostip6 { type ipv6_addr . inet_proto . inet_service : verdict; }\n"
+    "add map " T " pm_masq4 { type ipv4_addr : verdict; }\n"
+    "add map " T " pm_masq6 { type ipv6_addr : verdict; }\n"
+    "add chain " T " pm_hostports\n"
+    "flush chain " T " pm_hostports\n"
+    /* An address-specific mapping wins over one for every address. */
+    "add rule " T " pm_hostports ip daddr . meta l4proto . th dport vmap @pm_hostip4\n"
+    "add rule " T " pm_hostports ip6 daddr . meta l4proto . th dport vmap @pm_hostip6\n"
+    "add rule " T " pm_hostports meta nfproto . meta l4proto . th dport vmap @pm_any\n"
+    /* nft 1.0 names "dstnat" for prerouting only: numbers for both. */
+    "add chain " T " pm_prerouting { type nat hook prerouting priority -100; }\n"
+    "flush chain " T " pm_prerouting\n"
+    "add rule " T " pm_prerouting fib daddr type local jump pm_hostports\n"
+    "add chain " T " pm_output { type nat hook output priority -100; }\n"
+    "flush chain " T " pm_output\n"
+    "add rule " T " pm_output fib daddr type local jump pm_hostports\n"
+    "add chain " T " pm_postrouting { type nat hook postrouting priority 100; }\n"
+    "flush chain " T " pm_postrouting\n"
+    "add rule " T " pm_postrouting ct status dnat ip daddr vmap @pm_masq4\n"
+    "add rule " T " pm_postrouting ct status dnat ip6 daddr vmap @pm_masq6\n";
+
+static const char *const pm_maps[] = {"pm_any",	  "pm_hostip4", "pm_hostip6",
+				      "pm_masq4", "pm_masq6",	NULL};
+static const char *const pm_kinds[] = {"pm", "pmm"};
+static const char *const pm_hooks[] = {"pm_prerouting", "pm_output", "pm_hostports",
+				       "pm_postrouting", NULL};
+
+static const char *proto_name(int p)
+{
+	return p == IPPROTO_UDP ? "udp" : p == IPPROTO_SCTP ? "sctp" : "tcp";
+}
+
+static bool ip_unspecified(const struct cni_ip *ip)
+{
+	for (int i = 0; i < ip_len(ip); i++)
+		if (ip->a[i])
+			return false;
+	return true;
+}
+
+static void pm_plan_family(struct nplan *p, const struct fw_pm_conf *c, int family)
+{
+	const struct cni_cidr *ct = family == AF_INET ? &c->ip4 : &c->ip6;
+	bool v4 = family == AF_INET;
+	const char *ipx = v4 ? "ip" : "ip6";
+	char cip[IP_STRLEN], net[CIDR_STRLEN];
+	ip_format(&ct->ip, cip);
+	struct cni_cidr nw = ip_cidr_network(ct);
+	ip_cidr_format(&nw, net);
+	struct fw_buf cond = {0};
+	const char *const *cv = v4 ? c->cond4 : c->cond6;
+	size_t cn = v4 ? c->n_cond4 : c->n_cond6;
+	fw_buf_add(&cond, "%s", "");
+	for (size_t i = 0; i < cn; i++)
+		fw_buf_add(&cond, " %s", cv[i]);
+
+	for (size_t i = 0; i < c->n_maps; i++) {
+		const struct fw_portmap *m = &c->maps[i];
+		if (ip_isset(&m->host_ip) && m->host_ip.family != family)
+			continue; /* the reference skips other-family host IPs */
+		bool specific = ip_isset(&m->host_ip) && !ip_unspecified(&m->host_ip);
+		const char *proto = proto_name(m->proto);
+		char key[128], hip[IP_STRLEN] = "";
+		if (specific) {
+			ip_format(&m->host_ip, hip);
+			snprintf(key, sizeof(key), "%s . %s . %u", hip, proto, m->host_port);
+		} else {
+			snprintf(key, sizeof(key), "%s . %s . %u", v4 ? "ipv4" : "ipv6", proto,
+				 m->host_port);
+		}
+		char dst[80];
+		snprintf(dst, sizeof(dst), v4 ? "%s:%u" : "[%s]:%u", cip, m->container_port);
+		plan_rule(p, 0, specific ? (v4 ? "pm_hostip4" : "pm_hostip6") : "pm_any", key,
+			  "meta nfproto %s%s%s%s %s dport %u%s dnat %s to %s", v4 ? "ipv4" : "ipv6",
+			  specific ? " " : "", specific ? (v4 ? "ip daddr " : "ip6 daddr ") : "",
+			  hip, proto, m->host_port, cond.s, ipx, dst);
+
+		if (!c->snat)
+			continue;
+		/* Masquerade only the connections this mapping made: their
+		 * original destination port is the host port. */
+		const char *mmap = v4 ? "pm_masq4" : "pm_masq6";
+		if (c->masq_all) {
+			plan_rule(
+			    p, 1, mmap, cip,
+			    "meta nfproto %s meta l4proto %s ct original proto-dst %u masquerade",
+			    v4 ? "ipv4" : "ipv6", proto, m->host_port);
+			continue;
+		}
+		/* Hairpin: from the container's own prefix, whose replies
+		 * would otherwise bypass the host. */
+		plan_rule(p, 1, mmap, cip,
+			  "%s saddr %s meta l4proto %s ct original proto-dst %u masquerade", ipx,
+			  net, proto, m->host_port);
+		if (v4) /* localhost; there is no route_localnet for IPv6 */
+			plan_rule(p, 1, mmap, cip,
+				  "ip saddr 127.0.0.0/8 meta l4proto %s ct original proto-dst %u "
+				  "masquerade",
+				  proto, m->host_port);
+	}
+	fw_buf_free(&cond);
+}
+
+static void pm_plan(struct nplan *p, const struct fw_pm_conf *c)
+{
+	plan_init(p, pm_skel, pm_maps, pm_kinds, 2, &c->att);
+	if (ip_isset(&c->ip4.ip))
+		pm_plan_family(p, c, AF_INET);
+	if (ip_isset(&c->ip6.ip))
+		pm_plan_family(p, c, AF_INET6);
+}
+
+int fw_nft_portmap_add(const struct fw_pm_conf *c, struct cni_err *err)
+{
+	struct nplan p;
+	pm_plan(&p, c);
+	int r = plan_apply(&p, "port mapping", err);
+	plan_free(&p);
+	return r;
+}
+
+int fw_nft_portmap_check(const struct fw_pm_conf *c, struct cni_err *err)
+{
+	struct nplan p;
+	pm_plan(&p, c);
+	int r = plan_check(&p, pm_hooks, err);
+	plan_free(&p);
+	return r;
+}
+
+int fw_nft_portmap_del(const struct fw_att *a, struct cni_err *err)
+{
+	struct nplan p;
+	plan_init(&p, pm_skel, pm_maps, pm_kinds, 2, a);
+	return chains_remove(&p, false, "port mapping removal", err);
+}
+
+int fw_nft_portmap_gc(const char *net, const struct fw_att *valid, size_t n, struct cni_err *err)
+{
+	return gc_kinds(pm_skel, pm_maps, pm_kinds, 2, net, valid, n, err);
+}
+
+/* ipMasq ----------------------------------------------------------------*/
+
+static const char masq_skel[] =
+    "add table " T "\n"
+    "add map " T " masq_src4 { type ipv4_addr : verdict; }\n"
+    "add map " T " masq_src6 { type ipv6_addr : verdict; }\n"
+    "add chain " T " masq_postrouting { type nat hook postrouting priority 100; }\n"
+    "flush chain " T " masq_postrouting\n"
+    /* Containers may talk multicast to their neighbours unchanged. */
+    "add rule " T " masq_postrouting ip daddr 224.0.0.0/4 return\n"
+    "add rule " T " masq_postrouting ip6 daddr ff00::/8 return\n"
+    "add rule " T " masq_postrouting ip saddr vmap @masq_src4\n"
+    "add rule " T " masq_postrouting ip6 saddr vmap @masq_src6\n";
+
+static const char *const masq_maps[] = {"masq_src4", "masq_src6", NULL};
+static const char *const masq_kinds[] = {"masq"};
+static const char *const masq_hooks[] = {"masq_postrouting", NULL};
+
+static void masq_plan(struct nplan *p, const struct fw_att *a, const struct cni_cidr *nets,
+		      size_t n)
+{
+	plan_init(p, masq_skel, masq_maps, masq_kinds, 1, a);
+	for (size_t i = 0; i < n; i++) {
+		bool v4 = nets[i].ip.family == AF_INET;
+		char ip[IP_STRLEN], nw[CIDR_STRLEN];
+		struct cni_cidr net = ip_cidr_network(&nets[i]);
+		ip_format(&nets[i].ip, ip);
+		ip_cidr_format(&net, nw);
+		plan_rule(p, 0, v4 ? "masq_src4" : "masq_src6", ip,
+			  "%s saddr %s %s daddr != %s masquerade", v4 ? "ip" : "ip6", ip,
+			  v4 ? "ip" : "ip6", nw);
+	}
+}
+
+int fw_nft_masq_add(const struct fw_att *a, const struct cni_cidr *nets, size_t n,
+		    struct cni_err *err)
+{
+	struct nplan p;
+	masq_plan(&p, a, nets, n);
+	int r = plan_apply(&p, "masquerade setup", err);
+	plan_free(&p);
+	return r;
+}
+
+int fw_nft_masq_check(const struct fw_att *a, const struct cni_cidr *nets, size_t n,
+		      struct cni_err *err)
+{
+	struct nplan p;
+	masq_plan(&p, a, nets, n);
+	int r = plan_check(&p, masq_hooks, err);
+	plan_free(&p);
+	return r;
+}
+
+int fw_nft_masq_del(const struct fw_att *a, struct cni_err *err)
+{
+	struct nplan p;
+	plan_init(&p, masq_skel, masq_maps, masq_kinds, 1, a);
+	return chains_remove(&p, false, "masquerade removal", err);
+}
+
+int fw_nft_masq_gc(const char *net, const struct fw_att *valid, size_t n, struct cni_err *err)
+{
+	return gc_kinds(masq_skel, masq_maps, masq_kinds, 1, net, valid, n, err);
+}
+
+/* firewall --------------------------------------------------------------*/
+
+static const char fw_skel[] =
+    "add table " T "\n"
+    "add map " T " fw_src4 { type ipv4_addr : verdict; }\n"
+    "add map " T " fw_dst4 { type ipv4_addr : verdict; }\n"
+    "add map " T " fw_src6 { type ipv6_addr : verdict; }\n"
+    "add map " T " fw_dst6 { type ipv6_addr : verdict; }\n"
+    "add set " T " fw_bridges { type ifname; }\n"
+    "add set " T " fw_bridge_self { type ifname . ifname; }\n"
+    "add set " T " fw_isolated_self { type ifname . ifname; }\n"
+    /* The administrator's chain: created, never flushed by us. */
+    "add chain " T " fw_admin\n"
+    /* Ingress policies (the reference's CNI-ISOLATION-STAGE-1/2): drop
+     * from one CNI bridge to another, and within an isolated bridge. */
+    "add chain " T " fw_isolation\n"
+    "flush chain " T " fw_isolation\n"
+    "add rule " T " fw_isolation iifname . oifname @fw_isolated_self drop\n"
+    "add rule " T " fw_isolation iifname . oifname @fw_bridge_self return\n"
+    "add rule " T " fw_isolation iifname @fw_bridges oifname @fw_bridges drop\n"
+    "add chain " T " fw_forward { type filter hook forward priority 0; }\n"
+    "flush chain " T " fw_forward\n"
+    "add rule " T " fw_forward jump fw_isolation\n"
+    "add rule " T " fw_forward jump fw_admin\n"
+    "add rule " T " fw_forward ip daddr vmap @fw_dst4\n"
+    "add rule " T " fw_forward ip6 daddr vmap @fw_dst6\n"
+    "add rule " T " fw_forward ip saddr vmap @fw_src4\n"
+    "add rule " T " fw_forward ip6 saddr vmap @fw_src6\n";
+
+static const char *const fw_maps[] = {"fw_src4", "fw_dst4", "fw_src6", "fw_dst6", NULL};
+static const char *const fw_kinds[] = {"fw"};
+static const char *const fw_hooks[] = {"fw_forward", NULL};
+
+static void fw_plan(struct nplan *p, const struct fw_filter_conf *c)
+{
+	plan_init(p, fw_skel, fw_maps, fw_kinds, 1, &c->att);
+	for (size_t i = 0; i < c->n_ips; i++) {
+		bool v4 = c->ips[i].ip.family == AF_INET;
+		char ip[IP_STRLEN];
+		ip_format(&c->ips[i].ip, ip);
+		plan_rule(p, 0, v4 ? "fw_dst4" : "fw_dst6", ip,
+			  "%s daddr %s ct state established,related accept", v4 ? "ip" : "ip6", ip);
+		plan_rule(p, 0, v4 ? "fw_src4" : "fw_src6", ip, "%s saddr %s accept",
+			  v4 ? "ip" : "ip6", ip);
+	}
+}
+
+int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
+{
+	struct nplan p;
+	struct fw_buf ingress = {0};
+	fw_plan(&p, c);
+	if (c->ingress != FW_INGRESS_OPEN) {
+		/* Per bridge and never removed, as the reference's isolation
+		 * chains: other containers may still use the bridge. */
+		fw_buf_add(&ingress, "add element " T " fw_bridges { \"%s\" }\n", c->bridge);
+		fw_buf_add(&ingress, "add element " T " %s { \"%s\" . \"%s\" }\n",
+			   c->ingress == FW_INGRESS_ISOLATED ? "fw_isolated_self"
+							     : "fw_bridge_self",
+			   c->bridge, c->bridge);
+		p.extra = ingress.s;
+	}
+	int r = plan_apply(&p, "firewall setup", err);
+	plan_free(&p);
+	fw_buf_free(&ingress);
+	return r;
+}
+
+int fw_nft_filter_check(const struct fw_filter_conf *c, struct cni_err *err)
+{
+	struct nplan p;
+	fw_plan(&p, c);
+	int r = plan_check(&p, fw_hooks, err);
+	plan_free(&p);
+	return r;
+}
+
+int fw_nft_filter_del(const struct fw_att *a, struct cni_err *err)
+{
+	struct nplan p;
+	plan_init(&p, fw_skel, fw_maps, fw_kinds, 1, a);
+	return chains_remove(&p, false, "firewall removal", err);
+}
+
+int fw_nft_filter_gc(const char *net, const struct fw_att *valid, size_t n, struct cni_err *err)
+{
+	return gc_kinds(fw_skel, fw_maps, fw_kinds, 1, net, valid, n, err);
+}
