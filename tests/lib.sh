@@ -11,6 +11,22 @@
 # reverse order on every exit path (success, failure, signal).
 set -u
 
+# Every test runs in a fresh network namespace of its own that plays the
+# host: bridges, host veths, nft tables, iptables chains and sysctls the
+# plugins create on "the host" live there and vanish with it, so a test
+# can never leave anything on the real host, nor see another test's state.
+# Named namespaces (t_netns) still appear under /run/netns and are removed
+# by the test's cleanup. T_REAL_HOST=1 opts out.
+if [ -z "${T_ISOLATED-}" ] && [ -z "${T_REAL_HOST-}" ] && [ "$(id -u)" -eq 0 ]; then
+	export T_ISOLATED=1
+	exec unshare --net -- bash "$0" "$@"
+fi
+if [ -n "${T_ISOLATED-}" ]; then
+	ip link set lo up 2>/dev/null
+	# A fresh namespace starts with forwarding off, like a fresh host.
+	sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 2>/dev/null || true
+fi
+
 : "${CNI_BIN:?CNI_BIN must point at the built cni binary}"
 : "${CNI_TESTS:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 
