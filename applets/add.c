@@ -16,12 +16,8 @@
  * 1 with the CNI error on stdout and a one-line message on stderr, which
  * Kurma reads. Concurrent calls for different pods are safe: each has its
  * own cache file and the plugins lock their shared state. */
-#include <errno.h>
-#include <stdio.h>
-
 #include "applet.h"
-#include "plugin.h"
-#include "runtime.h"
+#include "tool.h"
 
 static const char kurma_add_usage[] =
 	"Usage: add NETNS UUID [IFNAME] < network-definition.json\n"
@@ -43,50 +39,7 @@ static struct cni_json *kurma_result(const struct cni_result *r, struct cni_err 
 
 static int kurma_add_main(int argc, char **argv)
 {
-	struct cni_err err = {0};
-	struct cni_runtime rt = {.failed = -1};
-	_cleanup_(runtime_netconf_freep) struct cni_netconf *nc = NULL;
-	_cleanup_(result_freep) struct cni_result *res = NULL;
-	_cleanup_(json_freep) struct cni_json *out = NULL;
-	_cleanup_free_ char *input = NULL, *netns = NULL, *ci = NULL, *s = NULL;
-	size_t len = 0;
-
-	if (argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
-		fputs(kurma_add_usage, stdout);
-		return 0;
-	}
-	if (argc < 3 || argc > 4) {
-		fputs(kurma_add_usage, stderr);
-		return 2;
-	}
-	int r = read_all_fd(0, JSON_MAX_BYTES, &input, &len);
-	if (r < 0) {
-		err_errno(&err, CNI_ERR_IO, r, "cannot read the network definition from stdin");
-		goto fail;
-	}
-	if (!(nc = runtime_parse_kurma(input, len, &ci, &err)))
-		goto fail;
-	if (!(netns = runtime_abs_path(argv[1]))) {
-		err_errno(&err, CNI_ERR_INVALID_ENV, errno, "cannot resolve %s", argv[1]);
-		goto fail;
-	}
-	rt.cni_path = runtime_cni_path();
-	rt.cache_dir = runtime_cache_dir();
-	struct cni_attachment at = {
-		.container_id = argv[2],
-		.netns = netns,
-		.ifname = argc > 3 ? argv[3] : ci ? ci : "eth0",
-	};
-	if (runtime_add(&rt, nc, &at, &res, &err) < 0 || !(out = kurma_result(res, &err)))
-		goto fail;
-	s = json_dump(out, true);
-	printf("%s\n", s);
-	return fflush(stdout) == 0 ? 0 : 1;
-fail:
-	err_print(&err, nc ? nc->version : CNI_SPEC_VERSION, stdout);
-	fprintf(stderr, "add: %s%s%s%s%s\n", rt.failed_type ? rt.failed_type : "",
-		rt.failed_type ? ": " : "", err.msg, err.details[0] ? ": " : "", err.details);
-	return 1;
+	return tool_kurma_main(argc, argv, CNI_CMD_ADD, kurma_add_usage, kurma_result);
 }
 
 const struct cni_applet add_applet = {

@@ -23,7 +23,7 @@
 
 #include "applet.h"
 #include "plugin.h"
-#include "runtime.h"
+#include "tool.h"
 
 static const char cnitool_usage[] =
 	"Usage:\n"
@@ -80,13 +80,7 @@ static int cnitool_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	struct cni_err err = {0};
-	struct cni_runtime rt = {.failed = -1};
-	_cleanup_(runtime_netconf_freep) struct cni_netconf *nc = NULL;
-	_cleanup_(json_freep) struct cni_json *caps = NULL;
-	_cleanup_(result_freep) struct cni_result *res = NULL;
-	_cleanup_free_ char *netns = NULL, *id = NULL;
-	struct cni_gc_report rep = {0};
+	_cleanup_(tool_run_clear) struct cni_tool_run t = TOOL_RUN_INIT;
 	const char *ifname = NULL;
 	enum cni_cmd cmd = CNI_CMD_NONE;
 	int c;
@@ -107,12 +101,7 @@ static int cnitool_main(int argc, char **argv)
 		fputs(cnitool_usage, stderr);
 		return 1;
 	}
-	static const char *const verbs[] = {"add", "check", "del", "gc", "status"};
-	static const enum cni_cmd cmds[] = {CNI_CMD_ADD, CNI_CMD_CHECK, CNI_CMD_DEL, CNI_CMD_GC,
-					    CNI_CMD_STATUS};
-	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
-		if (streq(argv[optind], verbs[i]))
-			cmd = cmds[i];
+	cmd = tool_parse_verb(argv[optind], false);
 	if (cmd == CNI_CMD_NONE) {
 		fprintf(stderr, "unknown command \"%s\"\n", argv[optind]);
 		fputs(cnitool_usage, stderr);
@@ -120,86 +109,42 @@ static int cnitool_main(int argc, char **argv)
 	}
 	const char *name = argv[optind + 1];
 
-	nc = runtime_find(runtime_conf_dir(), name, &err);
-	if (!nc)
+	t.nc = runtime_find(runtime_conf_dir(), name, &t.err);
+	if (!t.nc)
 		goto fail;
 	const char *ca = getenv("CAP_ARGS");
-	if (!strempty(ca)) {
-		caps = json_parse(ca, strlen(ca), &err);
-		if (!caps || !json_is(caps, JSON_OBJECT)) {
-			if (caps)
-				err_set(&err, CNI_ERR_DECODE, "CAP_ARGS: expected a JSON object");
-			goto fail;
-		}
-	}
-	const char *args = getenv("CNI_ARGS");
-	if (strempty(args))
-		args = NULL;
-	else if (cnitool_check_args(args) < 0)
+	if (!strempty(ca) && tool_parse_caps(&t, ca, "CAP_ARGS") < 0)
+		goto fail;
+	t.args = getenv("CNI_ARGS");
+	if (strempty(t.args))
+		t.args = NULL;
+	else if (cnitool_check_args(t.args) < 0)
 		return 1;
 	if (!ifname)
 		ifname = getenv("CNI_IFNAME");
 	if (strempty(ifname))
 		ifname = "eth0";
-	netns = runtime_abs_path(argv[optind + 2]);
-	if (!netns) {
+	t.ifname = ifname;
+	t.netns = runtime_abs_path(argv[optind + 2]);
+	if (!t.netns) {
 		fprintf(stderr, "%s: %m\n", argv[optind + 2]);
 		return 1;
 	}
-	id = runtime_netns_id(netns);
+	t.container_id = runtime_netns_id(t.netns);
 
-	rt.cni_path = getenv("CNI_PATH") ? getenv("CNI_PATH") : "";
-	rt.cache_dir = runtime_cache_dir();
-	struct cni_attachment at = {
-		.container_id = id,
-		.netns = netns,
-		.ifname = ifname,
-		.args = args,
-		.cap_args = caps,
-	};
-	switch (cmd) {
-	case CNI_CMD_ADD: {
-		if (runtime_add(&rt, nc, &at, &res, &err) < 0)
-			goto fail;
-		_cleanup_(json_freep) struct cni_json *j = result_encode(res, nc->version, &err);
-		if (!j)
-			goto fail;
-		_cleanup_free_ char *s = json_dump(j, true);
-		printf("%s\n", s);
-		break;
+	t.rt.cni_path = getenv("CNI_PATH") ? getenv("CNI_PATH") : "";
+	t.rt.cache_dir = runtime_cache_dir();
+	/* As libcni: a list before 0.4.0 cannot be checked. */
+	if (cmd == CNI_CMD_CHECK && version_cmp(t.nc->version, "0.4.0") < 0) {
+		fprintf(stderr, "configuration version \"%s\" does not support the CHECK command\n",
+			t.nc->version);
+		return 1;
 	}
-	case CNI_CMD_CHECK:
-		/* As libcni: a list before 0.4.0 cannot be checked. */
-		if (version_cmp(nc->version, "0.4.0") < 0) {
-			fprintf(stderr, "configuration version \"%s\" does not support the CHECK "
-					"command\n",
-				nc->version);
-			return 1;
-		}
-		if (runtime_check(&rt, nc, &at, &err) < 0)
-			goto fail;
-		break;
-	case CNI_CMD_DEL:
-		if (runtime_del(&rt, nc, &at, &err) < 0)
-			goto fail;
-		break;
-	case CNI_CMD_GC:
-		if (runtime_gc(&rt, nc, NULL, 0, &rep, &err) < 0) {
-			runtime_gc_report_free(&rep);
-			goto fail;
-		}
-		runtime_gc_report_free(&rep);
-		break;
-	case CNI_CMD_STATUS:
-		if (runtime_status(&rt, nc, &err) < 0)
-			goto fail;
-		break;
-	default:
-		break;
-	}
+	if (tool_run(&t, cmd) < 0 || (cmd == CNI_CMD_ADD && tool_print_result(&t, true) < 0))
+		goto fail;
 	return fflush(stdout) == 0 ? 0 : 1;
 fail:
-	cnitool_error(cmd, nc, &rt, &err);
+	cnitool_error(cmd, t.nc, &t.rt, &t.err);
 	return 1;
 }
 

@@ -19,12 +19,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "applet.h"
 #include "plugin.h"
-#include "runtime.h"
+#include "tool.h"
 
 struct exec_opts {
 	const char *target, *verb, *netns_arg;
@@ -160,13 +159,6 @@ static void exec_opts_free(struct exec_opts *o)
 	free(o->valid);
 }
 
-/* Print a JSON tree on stdout, pretty or on one line. */
-static void exec_print_json(const struct cni_json *j, bool compact)
-{
-	_cleanup_free_ char *s = json_dump(j, !compact);
-	printf("%s\n", s);
-}
-
 static void exec_report(const struct exec_opts *o, const char *net, enum cni_cmd cmd,
 			const struct cni_netconf *nc, const struct cni_runtime *rt,
 			const struct cni_err *err)
@@ -177,8 +169,7 @@ static void exec_report(const struct exec_opts *o, const char *net, enum cni_cmd
 	if (nc && rt->failed >= 0)
 		snprintf(where, sizeof(where), " at plugin %d/%zu (%s)", rt->failed + 1,
 			 nc->n_plugins, rt->failed_type ? rt->failed_type : "?");
-	fprintf(stderr, "cni exec: %s: %s failed%s: %s%s%s\n", net, cmd_name(cmd), where,
-		err->msg, err->details[0] ? ": " : "", err->details);
+	err_log(err, "cni exec: %s: %s failed%s", net, cmd_name(cmd), where);
 }
 
 static int exec_gc_output(const struct exec_opts *o, const struct cni_gc_report *rep)
@@ -198,7 +189,7 @@ static int exec_gc_output(const struct exec_opts *o, const struct cni_gc_report 
 				json_set(x, "ifname", json_new_str(lists[k][i].ifname));
 			}
 		}
-		exec_print_json(j, true);
+		tool_print_json(j, false);
 		return 0;
 	}
 	for (size_t i = 0; i < rep->n_removed; i++)
@@ -210,13 +201,7 @@ static int exec_gc_output(const struct exec_opts *o, const struct cni_gc_report 
 static int exec_main(int argc, char **argv)
 {
 	struct exec_opts o = {.ifname = "eth0"};
-	struct cni_err err = {0};
-	struct cni_runtime rt = {.failed = -1};
-	_cleanup_(runtime_netconf_freep) struct cni_netconf *nc = NULL;
-	_cleanup_(json_freep) struct cni_json *caps = NULL;
-	_cleanup_(result_freep) struct cni_result *res = NULL;
-	_cleanup_free_ char *netns = NULL, *id = NULL;
-	struct cni_gc_report rep = {0};
+	struct cni_tool_run t = TOOL_RUN_INIT;
 	enum cni_cmd cmd = CNI_CMD_NONE;
 	const char *net = "?";
 	int rc = 2;
@@ -228,142 +213,117 @@ static int exec_main(int argc, char **argv)
 		goto done;
 	}
 	net = o.target;
-	static const char *const verbs[] = {"add", "del", "check", "status", "gc"};
-	static const enum cni_cmd cmds[] = {CNI_CMD_ADD, CNI_CMD_DEL, CNI_CMD_CHECK,
-					    CNI_CMD_STATUS, CNI_CMD_GC};
-	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
-		if (!strcasecmp(o.verb, verbs[i]))
-			cmd = cmds[i];
+	cmd = tool_parse_verb(o.verb, true);
 	if (cmd == CNI_CMD_NONE) {
 		fprintf(stderr, "cni exec: unknown command \"%s\" (add, del, check, status, gc)\n",
 			o.verb);
 		goto done;
 	}
-	if (o.netns_arg && !(netns = runtime_abs_path(o.netns_arg))) {
+	if (o.netns_arg && !(t.netns = runtime_abs_path(o.netns_arg))) {
 		fprintf(stderr, "cni exec: cannot resolve %s: %m\n", o.netns_arg);
 		goto done;
 	}
 	bool attach = cmd == CNI_CMD_ADD || cmd == CNI_CMD_DEL || cmd == CNI_CMD_CHECK;
-	if (attach && !o.id && !netns) {
+	if (attach && !o.id && !t.netns) {
 		fprintf(stderr, "cni exec: %s needs NETNS (or --id for del and check)\n", o.verb);
 		goto done;
 	}
-	if (cmd == CNI_CMD_ADD && !netns) {
+	if (cmd == CNI_CMD_ADD && !t.netns) {
 		fprintf(stderr, "cni exec: add needs NETNS\n");
 		goto done;
 	}
-	id = o.id ? xstrdup(o.id) : netns ? runtime_netns_id(netns) : NULL;
+	t.container_id = o.id ? xstrdup(o.id) : t.netns ? runtime_netns_id(t.netns) : NULL;
 
 	rc = 1;
 	if (o.args) {
 		struct cni_args parsed = {0};
-		if (args_parse(o.args, &parsed, &err) < 0)
+		if (args_parse(o.args, &parsed, &t.err) < 0)
 			goto fail;
 		args_free(&parsed);
 	}
-	if (o.cap_args_text) {
-		caps = json_parse(o.cap_args_text, strlen(o.cap_args_text), &err);
-		if (!caps) {
-			err_append(&err, "in --cap-args");
-			goto fail;
-		}
-		if (!json_is(caps, JSON_OBJECT)) {
-			err_set(&err, CNI_ERR_DECODE, "--cap-args: expected a JSON object");
-			goto fail;
-		}
+	if (o.cap_args_text && tool_parse_caps(&t, o.cap_args_text, "--cap-args") < 0) {
+		if (!t.cap_args)
+			err_append(&t.err, "in --cap-args");
+		goto fail;
 	}
-	rt.cni_path = o.cni_path ? o.cni_path : runtime_cni_path();
-	rt.cache_dir = o.cache_dir ? o.cache_dir : runtime_cache_dir();
-	rt.flags = o.exec ? RUNTIME_EXEC : 0;
+	t.rt.cni_path = o.cni_path ? o.cni_path : runtime_cni_path();
+	t.rt.cache_dir = o.cache_dir ? o.cache_dir : runtime_cache_dir();
+	t.rt.flags = o.exec ? RUNTIME_EXEC : 0;
 	const char *conf_dir = o.conf_dir ? o.conf_dir : runtime_conf_dir();
 
 	if (exec_is_file(o.target)) {
-		nc = runtime_load_file(o.target, &err);
+		t.nc = runtime_load_file(o.target, &t.err);
 	} else {
-		nc = runtime_find(conf_dir, o.target, &err);
+		t.nc = runtime_find(conf_dir, o.target, &t.err);
 		/* A network removed from the configuration directory can still
 		 * be deleted (or checked) with the list cached at ADD time. */
 		struct cni_cache_entry *e = NULL;
 		struct cni_err ce = {0};
-		if (!nc && (cmd == CNI_CMD_DEL || cmd == CNI_CMD_CHECK) && id &&
+		if (!t.nc && (cmd == CNI_CMD_DEL || cmd == CNI_CMD_CHECK) && t.container_id &&
 		    env_check_netname(o.target, "network", &ce) == 0 &&
-		    env_check_container_id(id, "container id", &ce) == 0 &&
+		    env_check_container_id(t.container_id, "container id", &ce) == 0 &&
 		    env_check_ifname(o.ifname, "ifname", &ce) == 0 &&
-		    cache_read(rt.cache_dir, o.target, id, o.ifname, &e, &ce) > 0 && e->config) {
-			nc = runtime_parse(e->config, e->config_len, e->path,
-					   RUNTIME_LOAD_LIST | RUNTIME_LOAD_NO_SIBLINGS, &ce);
-			if (nc) {
+		    cache_read(t.rt.cache_dir, o.target, t.container_id, o.ifname, &e, &ce) > 0 &&
+		    e->config) {
+			t.nc = runtime_parse(e->config, e->config_len, e->path,
+					     RUNTIME_LOAD_LIST | RUNTIME_LOAD_NO_SIBLINGS, &ce);
+			if (t.nc) {
 				fprintf(stderr, "cni exec: %s: using the configuration cached in %s\n",
 					o.target, e->path);
-				err_clear(&err);
+				err_clear(&t.err);
 			}
 		}
 		cache_entry_free(e);
 	}
-	if (!nc)
+	if (!t.nc)
 		goto fail;
-	net = nc->name;
+	net = t.nc->name;
 
-	struct cni_attachment at = {
-		.container_id = id,
-		.netns = netns,
-		.ifname = o.ifname,
-		.args = o.args,
-		.cap_args = caps,
-	};
+	t.ifname = o.ifname;
+	t.args = o.args;
+	t.valid = o.valid;
+	t.n_valid = o.n_valid;
+	if (tool_run(&t, cmd) < 0) {
+		if (cmd == CNI_CMD_GC) {
+			exec_gc_output(&o, &t.rep);
+			if (t.rep.n_errors > 1)
+				err_append(&t.err, "and %zu more errors", t.rep.n_errors - 1);
+		}
+		goto fail;
+	}
 	switch (cmd) {
 	case CNI_CMD_ADD:
-		if (runtime_add(&rt, nc, &at, &res, &err) < 0)
-			goto fail;
-		if (!o.quiet) {
-			_cleanup_(json_freep) struct cni_json *j = result_encode(res, nc->version, &err);
-			if (!j)
-				goto fail;
-			exec_print_json(j, o.json);
-		}
-		break;
-	case CNI_CMD_DEL:
-		if (runtime_del(&rt, nc, &at, &err) < 0)
+		if (!o.quiet && tool_print_result(&t, !o.json) < 0)
 			goto fail;
 		break;
 	case CNI_CMD_CHECK:
-		if (runtime_check(&rt, nc, &at, &err) < 0)
-			goto fail;
-		if (rt.skipped && !o.quiet)
+		if (t.rt.skipped && !o.quiet)
 			fprintf(stderr, "cni exec: %s: disableCheck is set, nothing checked\n", net);
 		break;
 	case CNI_CMD_STATUS:
-		if (runtime_status(&rt, nc, &err) < 0)
-			goto fail;
-		if (rt.skipped && !o.quiet)
+		if (t.rt.skipped && !o.quiet)
 			fprintf(stderr, "cni exec: %s: version %s has no STATUS, nothing checked\n",
-				net, nc->version);
+				net, t.nc->version);
 		break;
 	case CNI_CMD_GC:
-		if (runtime_gc(&rt, nc, o.valid, o.n_valid, &rep, &err) < 0) {
-			exec_gc_output(&o, &rep);
-			if (rep.n_errors > 1)
-				err_append(&err, "and %zu more errors", rep.n_errors - 1);
-			goto fail;
-		}
-		if (rt.skipped && !o.quiet)
+		if (t.rt.skipped && !o.quiet)
 			fprintf(stderr, "cni exec: %s: disableGC is set, nothing collected\n", net);
-		exec_gc_output(&o, &rep);
+		exec_gc_output(&o, &t.rep);
 		break;
 	default:
 		break;
 	}
 	if (fflush(stdout) != 0) {
-		err_errno(&err, CNI_ERR_IO, errno, "cannot write the output");
+		err_errno(&t.err, CNI_ERR_IO, errno, "cannot write the output");
 		goto fail;
 	}
 	rc = 0;
 	goto done;
 fail:
-	exec_report(&o, net, cmd, nc, &rt, &err);
+	exec_report(&o, net, cmd, t.nc, &t.rt, &t.err);
 	rc = 1;
 done:
-	runtime_gc_report_free(&rep);
+	tool_run_clear(&t);
 	exec_opts_free(&o);
 	return rc;
 }

@@ -33,23 +33,24 @@
 #include <glob.h>
 #include <limits.h>
 #include <net/if.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
-#define CNI_NETLINK_INTERNAL /* for the alias stopgap below */
 #include "applet.h"
 #include "iface.h"
-#include "invoke.h"
 #include "link.h"
+#include "linkplug.h"
 #include "netlink.h"
 #include "plugin.h"
-
-#include <linux/rtnetlink.h>
 
 #define HD_SYS_PCI "/sys/bus/pci/devices/"
 #define HD_SYS_AUX "/sys/bus/auxiliary/devices/"
 
 struct hd_conf {
+	/* First: the shared handlers take req->priv. Its sockets stay
+	 * unused; the device moves between the two below. */
+	struct cni_linkplug lp;
 	const char *device;
 	const char *hwaddr_s;
 	uint8_t hwaddr[6];
@@ -57,8 +58,6 @@ struct hd_conf {
 	const char *pci;
 	const char *aux; /* runtimeConfig.deviceID naming an auxiliary device */
 	const char *rt_id;
-	bool l3; /* ipam.type given */
-	struct cni_dns dns;
 
 	/* Kept here so that the undo steps, which run after ADD returns,
 	 * can still use them. */
@@ -67,72 +66,18 @@ struct hd_conf {
 	char host_name[LINK_NAME_MAX];
 	bool was_up;
 };
+_Static_assert(offsetof(struct hd_conf, lp) == 0, "lp must come first");
 
 static void hd_free(void *priv)
 {
 	struct hd_conf *c = priv;
 	if (!c)
 		return;
-	dns_clear(&c->dns);
+	linkplug_clear(&c->lp);
 	netlink_close(c->hnl);
 	netlink_close(c->cnl);
 	netns_close(c->host);
 	free(c);
-}
-
-/* --- Interface alias (IFLA_IFALIAS).
- * Stopgap: link.h has no alias call yet; these two should become
- * link_set_alias() and a `alias` member of struct cni_link there. */
-
-static int hd_set_alias(struct cni_nl *nl, int ifindex, const char *alias, struct cni_err *err)
-{
-	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
-	struct nl_msg *m = netlink_msg(RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-	/* An empty attribute clears the alias. */
-	netlink_put(m, IFLA_IFALIAS, alias, strlen(alias));
-	int r = netlink_request(nl, m, NULL, NULL);
-	if (r < 0)
-		return netlink_fail(nl, r, err, "failed to set the alias of link %d to \"%s\"",
-				    ifindex, alias);
-	return 0;
-}
-
-struct hd_alias {
-	char *buf;
-	size_t size;
-};
-
-static int hd_on_alias(const struct nlmsghdr *h, void *arg)
-{
-	struct hd_alias *a = arg;
-	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
-		return 0;
-	const struct ifinfomsg *ifi = NLMSG_DATA(h);
-	int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
-	for (const struct rtattr *rta = IFLA_RTA(ifi); RTA_OK(rta, len);
-	     rta = RTA_NEXT(rta, len)) {
-		if (rta->rta_type != IFLA_IFALIAS)
-			continue;
-		size_t n = strnlen(RTA_DATA(rta), RTA_PAYLOAD(rta));
-		if (n >= a->size)
-			n = a->size - 1;
-		memcpy(a->buf, RTA_DATA(rta), n);
-		a->buf[n] = 0;
-	}
-	return 0;
-}
-
-static int hd_get_alias(struct cni_nl *nl, int ifindex, char *buf, size_t size,
-			struct cni_err *err)
-{
-	struct hd_alias a = {buf, size};
-	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex};
-	struct nl_msg *m = netlink_msg(RTM_GETLINK, 0, &ifi, sizeof(ifi));
-	buf[0] = 0;
-	int r = netlink_request(nl, m, hd_on_alias, &a);
-	if (r < 0)
-		return netlink_fail(nl, r, err, "failed to read the alias of link %d", ifindex);
-	return 0;
 }
 
 /* --- Config. --- */
@@ -151,15 +96,11 @@ static int hd_parse(struct cni_req *req, struct cni_err *err)
 {
 	struct hd_conf *c = xcalloc(1, sizeof(*c));
 	req->priv = c;
-	const char *ipam_type = NULL;
-	const struct cni_json *dns = NULL;
 	if (json_get_str(req->conf, "device", 0, &c->device, err) < 0 ||
 	    json_get_str(req->conf, "hwaddr", 0, &c->hwaddr_s, err) < 0 ||
 	    json_get_str(req->conf, "kernelpath", 0, &c->kernelpath, err) < 0 ||
 	    json_get_str(req->conf, "pciBusID", 0, &c->pci, err) < 0 ||
 	    json_get_str(req->rt, "deviceID", 0, &c->rt_id, err) < 0 ||
-	    json_get_str(req->ipam, "type", 0, &ipam_type, err) < 0 ||
-	    json_get_obj(req->conf, "dns", 0, &dns, err) < 0 ||
 	    hd_check_busid(req->conf, "pciBusID", c->pci, err) < 0 ||
 	    hd_check_busid(req->rt, "deviceID", c->rt_id, err) < 0)
 		return -1;
@@ -180,10 +121,7 @@ static int hd_parse(struct cni_req *req, struct cni_err *err)
 		return err_set(err, CNI_ERR_INVALID_CONFIG,
 			       "specify either \"device\", \"hwaddr\", \"kernelpath\" or "
 			       "\"pciBusID\"");
-	c->l3 = !strempty(ipam_type);
-	if (c->l3 && invoke_check_type(ipam_type, "ipam.type", err) < 0)
-		return -1;
-	return dns ? dns_parse(dns, &c->dns, err) : 0;
+	return linkplug_parse(req, &c->lp, LINKPLUG_DNS, err);
 }
 
 /* runtimeConfig.deviceID replaces pciBusID when it is a PCI device, and is
@@ -327,13 +265,6 @@ static int hd_exists(struct cni_nl *nl, const char *name, struct cni_err *err)
 
 /* --- ADD and its undo steps. --- */
 
-static void hd_undo_ipam(struct cni_req *req, void *arg)
-{
-	struct cni_err e = {0};
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	ipam_exec(req, CNI_CMD_DEL, &r, &e);
-}
-
 /* Clear the alias we set, wherever the device is now (back home after the
  * move was undone, or never moved). */
 static void hd_undo_alias(struct cni_req *req, void *arg)
@@ -342,7 +273,7 @@ static void hd_undo_alias(struct cni_req *req, void *arg)
 	struct cni_link l;
 	struct cni_err e = {0};
 	if (link_get_by_name(c->hnl, c->host_name, &l, &e) == 0)
-		hd_set_alias(c->hnl, l.ifindex, "", &e);
+		link_set_alias(c->hnl, l.ifindex, "", &e);
 }
 
 /* Move the device back from the container under its host name, and up if
@@ -381,7 +312,7 @@ static int hd_move_in(struct cni_req *req, struct hd_conf *c, struct cni_link *d
 					    req->ifname);
 	strlcpy_(c->host_name, dev->name, sizeof(c->host_name));
 	c->was_up = dev->flags & IFF_UP;
-	if (hd_set_alias(c->hnl, dev->ifindex, dev->name, err) < 0)
+	if (link_set_alias(c->hnl, dev->ifindex, dev->name, err) < 0)
 		return -1;
 	req_push_undo(req, hd_undo_alias, NULL, NULL);
 	if (link_set_netns(c->hnl, dev->ifindex, req->ns, req->ifname, err) < 0) {
@@ -413,34 +344,7 @@ static int hd_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 		return -1;
 	if (!dpdk && (hd_find(c, &dev, err) < 0 || hd_move_in(req, c, &dev, err) < 0))
 		return -1;
-
-	_cleanup_(result_freep) struct cni_result *fresh = result_new(req->version);
-	int idx = result_add_iface(fresh, req->ifname, dpdk ? NULL : dev.mac_str,
-				   req->netns_path);
-	if (c->l3) {
-		_cleanup_(result_freep) struct cni_result *ipam = NULL;
-		if (ipam_exec(req, CNI_CMD_ADD, &ipam, err) < 0)
-			return -1;
-		req_push_undo(req, hd_undo_ipam, NULL, NULL);
-		if (!ipam || ipam->n_ips == 0)
-			return err_set(err, CNI_ERR_INTERNAL,
-				       "IPAM plugin returned missing IP config");
-		for (size_t i = 0; i < ipam->n_ips; i++)
-			result_add_ip(fresh, &ipam->ips[i].address, &ipam->ips[i].gateway, idx);
-		for (size_t i = 0; i < ipam->n_routes; i++) {
-			xgrow(&fresh->routes, &fresh->cap_routes, fresh->n_routes,
-			      sizeof(*fresh->routes));
-			fresh->routes[fresh->n_routes++] = ipam->routes[i];
-		}
-		if (!dpdk && iface_configure(c->cnl, req->ns, dev.ifindex, fresh, idx, 0, err) < 0)
-			return -1;
-	}
-	dns_copy(&fresh->dns, &c->dns);
-	/* An interface plugin's result starts afresh even when chained. */
-	struct cni_result tmp = *res;
-	*res = *fresh;
-	*fresh = tmp;
-	return 0;
+	return linkplug_add_result(req, &c->lp, c->cnl, dpdk ? NULL : &dev, res, err);
 }
 
 /* --- DEL, CHECK. --- */
@@ -448,12 +352,12 @@ static int hd_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 static int hd_move_out(struct cni_req *req, struct hd_conf *c, struct cni_err *err)
 {
 	struct cni_link l;
-	char alias[256];
 	int r = link_get_by_name(c->cnl, req->ifname, &l, err);
 	if (r == -ENODEV)
 		return 0;
-	if (r < 0 || hd_get_alias(c->cnl, l.ifindex, alias, sizeof(alias), err) < 0)
+	if (r < 0)
 		return -1;
+	const char *alias = l.alias;
 	if (!*alias)
 		return err_set(err, CNI_ERR_INTERNAL,
 			       "failed to find original ifname for %s (alias is not set)",
@@ -474,19 +378,14 @@ static int hd_move_out(struct cni_req *req, struct hd_conf *c, struct cni_err *e
 	struct cni_link h;
 	if (link_get_by_name(c->hnl, alias, &h, err) < 0)
 		return err_isset(err) ? -1 : 0;
-	return hd_set_alias(c->hnl, h.ifindex, "", err);
+	return link_set_alias(c->hnl, h.ifindex, "", err);
 }
 
 static int hd_del(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct hd_conf *c = req->priv;
 	bool gone = false, dpdk = false;
-	if (c->l3) {
-		_cleanup_(result_freep) struct cni_result *r = NULL;
-		if (ipam_exec(req, CNI_CMD_DEL, &r, err) < 0)
-			return -1;
-	}
-	if (hd_open(req, c, &gone, err) < 0)
+	if (linkplug_ipam(req, &c->lp, CNI_CMD_DEL, err) < 0 || hd_open(req, c, &gone, err) < 0)
 		return -1;
 	if (gone)
 		return 0;
@@ -502,11 +401,8 @@ static int hd_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 {
 	struct hd_conf *c = req->priv;
 	bool dpdk = false;
-	if (c->l3) {
-		_cleanup_(result_freep) struct cni_result *r = NULL;
-		if (ipam_exec(req, CNI_CMD_CHECK, &r, err) < 0)
-			return -1;
-	}
+	if (linkplug_ipam(req, &c->lp, CNI_CMD_CHECK, err) < 0)
+		return -1;
 	if (!req->prev)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
 	if (hd_open(req, c, NULL, err) < 0 || hd_resolve_id(c, err) < 0 ||
@@ -518,25 +414,6 @@ static int hd_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 	if (idx < 0 || iface_check_link(c->cnl, &req->prev->ifaces[idx], NULL, NULL, err) < 0)
 		return -1;
 	return iface_check_ips(c->cnl, req->ifname, req->prev, err);
-}
-
-static int hd_ipam_only(struct cni_req *req, enum cni_cmd cmd, struct cni_err *err)
-{
-	struct hd_conf *c = req->priv;
-	if (!c->l3)
-		return 0;
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	return ipam_exec(req, cmd, &r, err);
-}
-
-static int hd_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
-{
-	return hd_ipam_only(req, CNI_CMD_STATUS, err);
-}
-
-static int hd_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
-{
-	return hd_ipam_only(req, CNI_CMD_GC, err);
 }
 
 const struct cni_applet host_device_applet = {
@@ -551,6 +428,6 @@ const struct cni_applet host_device_applet = {
 	.add = hd_add,
 	.del = hd_del,
 	.check = hd_check,
-	.status = hd_status,
-	.gc = hd_gc,
+	.status = linkplug_status,
+	.gc = linkplug_gc,
 };

@@ -8,88 +8,31 @@
  * same cache directory show too); it does not look at the kernel. A
  * netns that no longer exists is marked "(gone)": `cni exec NET gc`
  * collects such attachments. */
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 
 #include "applet.h"
 #include "plugin.h"
-#include "runtime.h"
+#include "tool.h"
 
 static const char list_usage[] =
 	"Usage: cni list [NET] [--id ID] [--cache-dir DIR] [--json]\n"
 	"List the attachments in the result cache (default $CNI_CACHE_DIR, else\n"
 	"/var/lib/cni). See cni-exec(8).\n";
 
-/* The addresses of a cached result, in whatever version it was cached. */
-static struct cni_result *list_result(const struct cni_cache_entry *e)
-{
-	struct cni_err ignore = {0};
-	if (!e->result)
-		return NULL;
-	const char *v = json_str(json_get(e->result, "cniVersion"));
-	return result_decode(e->result, v ? v : "0.1.0", &ignore);
-}
-
-static bool list_netns_gone(const char *path)
-{
-	int e = 0;
-	struct cni_err ignore = {0};
-	if (strempty(path))
-		return false;
-	struct cni_netns *ns = netns_open(path, &e, &ignore);
-	netns_close(ns);
-	return !ns && (e == ENOENT || e == EINVAL);
-}
-
 static int list_main(int argc, char **argv)
 {
-	enum { O_ID = 256, O_CACHE, O_JSON };
-	static const struct option longopts[] = {
-		{"id", required_argument, NULL, O_ID},
-		{"cache-dir", required_argument, NULL, O_CACHE},
-		{"json", no_argument, NULL, O_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *id = NULL, *dir = NULL, *net = NULL;
-	bool json = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_ID:
-			id = optarg;
-			break;
-		case O_CACHE:
-			dir = optarg;
-			break;
-		case O_JSON:
-			json = true;
-			break;
-		case 'h':
-			fputs(list_usage, stdout);
-			return 0;
-		default:
-			fputs(list_usage, stderr);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		fputs(list_usage, stderr);
-		return 2;
-	}
-	if (optind < argc)
-		net = argv[optind];
-	if (!dir)
-		dir = runtime_cache_dir();
+	struct cni_tool_opts opt = {0};
+	int rc = tool_parse_opts(argc, argv, list_usage, "cache-dir", true, &opt);
+	if (rc != TOOL_CONTINUE)
+		return rc;
+	const char *id = opt.id, *dir = opt.dir ? opt.dir : runtime_cache_dir();
+	bool json = opt.json;
 
 	struct cni_err err = {0};
 	struct cni_cache_entry **v = NULL;
 	size_t n = 0;
-	if (cache_list(dir, net, &v, &n, &err) < 0) {
-		fprintf(stderr, "cni list: %s%s%s\n", err.msg, err.details[0] ? ": " : "",
-			err.details);
+	if (cache_list(dir, opt.arg, &v, &n, &err) < 0) {
+		err_log(&err, "cni list");
 		return 1;
 	}
 	_cleanup_(json_freep) struct cni_json *out = json ? json_new(JSON_ARRAY) : NULL;
@@ -100,8 +43,10 @@ static int list_main(int argc, char **argv)
 		const struct cni_cache_entry *e = v[i];
 		if (id && !streq(e->container_id, id))
 			continue;
-		_cleanup_(result_freep) struct cni_result *r = list_result(e);
-		bool gone = list_netns_gone(e->netns);
+		/* The addresses, in whatever version the result was cached. */
+		struct cni_err ignore = {0};
+		_cleanup_(result_freep) struct cni_result *r = cache_entry_result(e, "0.1.0", &ignore);
+		bool gone = runtime_netns_gone(e->netns);
 		char addrs[512] = "";
 		struct cni_json *o = NULL, *a = NULL;
 		if (json) {
@@ -119,8 +64,7 @@ static int list_main(int argc, char **argv)
 			ip_cidr_format(&r->ips[k].address, b);
 			if (a)
 				json_push(a, json_new_str(b));
-			size_t l = strlen(addrs);
-			snprintf(addrs + l, sizeof(addrs) - l, "%s%s", l ? "," : "", b);
+			str_append_item(addrs, sizeof(addrs), ",", b);
 		}
 		if (!json) {
 			_cleanup_free_ char *ns = xasprintf("%s%s", strempty(e->netns) ? "-" : e->netns,
@@ -129,10 +73,8 @@ static int list_main(int argc, char **argv)
 			       e->ifname, ns, *addrs ? addrs : "-");
 		}
 	}
-	if (json) {
-		_cleanup_free_ char *s = json_dump(out, true);
-		printf("%s\n", s);
-	}
+	if (json)
+		tool_print_json(out, true);
 	cache_list_free(v, n);
 	return fflush(stdout) == 0 ? 0 : 1;
 }

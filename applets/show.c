@@ -8,13 +8,12 @@
  * `cni exec` will run and the result cache will record. Without, one line
  * per configuration file of the directory: network name, selected
  * version, plugin types, file, or why the file cannot be used. */
-#include <getopt.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
 #include "applet.h"
 #include "plugin.h"
-#include "runtime.h"
+#include "tool.h"
 
 static const char show_usage[] =
 	"Usage: cni show [NET|FILE] [--conf-dir DIR] [--json]\n"
@@ -28,8 +27,7 @@ static int show_all(const char *dir, bool json)
 	char **files = NULL;
 	size_t n = 0;
 	if (runtime_conf_files(dir, &files, &n, &err) < 0) {
-		fprintf(stderr, "cni show: %s%s%s\n", err.msg, err.details[0] ? ": " : "",
-			err.details);
+		err_log(&err, "cni show");
 		return 1;
 	}
 	_cleanup_(json_freep) struct cni_json *out = json ? json_new(JSON_ARRAY) : NULL;
@@ -61,59 +59,28 @@ static int show_all(const char *dir, bool json)
 			const char *t = json_str(json_get(json_at(nc->plugins, k), "type"));
 			if (a)
 				json_push(a, json_new_str(t));
-			size_t l = strlen(types);
-			snprintf(types + l, sizeof(types) - l, "%s%s", l ? "," : "", t);
+			str_append_item(types, sizeof(types), ",", t);
 		}
 		if (!o)
 			printf("%-20s %-8s %-40s %s\n", nc->name, nc->version, types, files[i]);
 	}
-	if (json) {
-		_cleanup_free_ char *s = json_dump(out, true);
-		printf("%s\n", s);
-	}
+	if (json)
+		tool_print_json(out, true);
 	runtime_strv_free(files, n);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 static int show_main(int argc, char **argv)
 {
-	enum { O_CONF = 256, O_JSON };
-	static const struct option longopts[] = {
-		{"conf-dir", required_argument, NULL, O_CONF},
-		{"json", no_argument, NULL, O_JSON},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	const char *dir = NULL;
-	bool json = false;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_CONF:
-			dir = optarg;
-			break;
-		case O_JSON:
-			json = true;
-			break;
-		case 'h':
-			fputs(show_usage, stdout);
-			return 0;
-		default:
-			fputs(show_usage, stderr);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		fputs(show_usage, stderr);
-		return 2;
-	}
-	if (!dir)
-		dir = runtime_conf_dir();
-	if (optind == argc)
-		return show_all(dir, json);
+	struct cni_tool_opts opt = {0};
+	int rc = tool_parse_opts(argc, argv, show_usage, "conf-dir", false, &opt);
+	if (rc != TOOL_CONTINUE)
+		return rc;
+	const char *dir = opt.dir ? opt.dir : runtime_conf_dir();
+	if (!opt.arg)
+		return show_all(dir, opt.json);
 
-	const char *t = argv[optind];
+	const char *t = opt.arg;
 	struct cni_err err = {0};
 	struct stat st;
 	_cleanup_(runtime_netconf_freep) struct cni_netconf *nc =
@@ -122,12 +89,10 @@ static int show_main(int argc, char **argv)
 			: runtime_find(dir, t, &err);
 	if (!nc) {
 		err_print(&err, CNI_SPEC_VERSION, stdout);
-		fprintf(stderr, "cni show: %s: %s%s%s\n", t, err.msg, err.details[0] ? ": " : "",
-			err.details);
+		err_log(&err, "cni show: %s", t);
 		return 1;
 	}
-	_cleanup_free_ char *s = json_dump(nc->conf, !json);
-	printf("%s\n", s);
+	tool_print_json(nc->conf, !opt.json);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -100,40 +100,45 @@ static int st_ips(const struct cni_json *obj, struct st_conf *c, struct cni_err 
 	return 1;
 }
 
+/* One item of a comma-separated CNI_ARGS value at p: the text up to the
+ * next comma (*len bytes) copied into item, blanks around it dropped.
+ * NULL when it does not fit in size bytes: too long for an address. */
+static const char *st_arg_item(const char *p, char *item, size_t size, size_t *len)
+{
+	*len = strcspn(p, ",");
+	if (*len >= size)
+		return NULL;
+	snprintf(item, size, "%.*s", (int)*len, p);
+	char *t = item + strspn(item, " \t");
+	t[strcspn(t, " \t")] = 0;
+	return t;
+}
+
 static int st_cni_args(const struct cni_req *req, struct st_conf *c, struct cni_err *err)
 {
 	const char *ips = args_get(&req->args, "IP"), *gws = args_get(&req->args, "GATEWAY");
 	char item[IP_STRLEN + 8];
+	size_t len = 0;
 
-	for (const char *p = ips; !strempty(p);) {
-		size_t len = strcspn(p, ",");
+	for (const char *p = ips; !strempty(p); p = p[len] ? p + len + 1 : NULL) {
+		const char *t = st_arg_item(p, item, sizeof(item), &len);
 		struct cni_cidr a;
-		snprintf(item, sizeof(item), "%.*s",
-			 (int)(len < sizeof(item) ? len : sizeof(item) - 1), p);
-		char *t = item + strspn(item, " \t");
-		t[strcspn(t, " \t")] = 0;
-		if (len >= sizeof(item) || ip_cidr_parse(t, &a) < 0)
+		if (!t || ip_cidr_parse(t, &a) < 0)
 			return err_set(err, CNI_ERR_INVALID_ENV,
 				       "CNI_ARGS: IP: \"%.*s\" is not in CIDR notation",
 				       (int)(len > 60 ? 60 : len), p);
 		st_push(c, &a, NULL);
-		p = p[len] ? p + len + 1 : NULL;
 	}
-	for (const char *p = gws; !strempty(p);) {
-		size_t len = strcspn(p, ",");
+	for (const char *p = gws; !strempty(p); p = p[len] ? p + len + 1 : NULL) {
+		const char *t = st_arg_item(p, item, sizeof(item), &len);
 		struct cni_ip gw;
-		snprintf(item, sizeof(item), "%.*s",
-			 (int)(len < sizeof(item) ? len : sizeof(item) - 1), p);
-		char *t = item + strspn(item, " \t");
-		t[strcspn(t, " \t")] = 0;
-		if (len >= sizeof(item) || ip_parse(t, &gw) < 0)
+		if (!t || ip_parse(t, &gw) < 0)
 			return err_set(err, CNI_ERR_INVALID_ENV,
 				       "CNI_ARGS: GATEWAY: \"%.*s\" is not an IP address",
 				       (int)(len > 60 ? 60 : len), p);
 		for (size_t i = 0; i < c->n; i++)
 			if (ip_cidr_contains(&c->a[i].addr, &gw))
 				c->a[i].gw = gw;
-		p = p[len] ? p + len + 1 : NULL;
 	}
 	return 0;
 }
@@ -165,10 +170,8 @@ static int st_parse(struct cni_req *req, struct cni_err *err)
 	int n4 = 0, n6 = 0;
 	for (size_t i = 0; i < c->n; i++)
 		c->a[i].addr.ip.family == AF_INET ? n4++ : n6++;
-	if ((n4 > 1 || n6 > 1) && version_cmp(req->version, "0.3.0") < 0)
-		return err_set(err, CNI_ERR_INCOMPATIBLE_VERSION,
-			       "cniVersion %s does not support more than one address per family",
-			       req->version);
+	if (ipam_check_per_family(req->version, n4, n6, err) < 0)
+		return -1;
 	req->priv = TAKE_PTR(c);
 	return 0;
 }

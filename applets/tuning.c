@@ -25,8 +25,10 @@
  *    in the reference; the usual ^net\.ipv4\..*$ forms mean the same);
  *  - DEL removes the backup file also when the interface or namespace is
  *    gone (the reference leaves it behind);
- *  - duplicate keys in "sysctl" are not detected: the JSON core keeps the
- *    last one (the reference refuses them). */
+ *  - a key repeated in "sysctl" is refused on ADD and CHECK, as by the
+ *    reference, but with code 7 (the reference: 999). Like the reference,
+ *    only the configuration's own text counts: a runtime that decoded and
+ *    re-encoded it (libcni, our own chain) has already kept the last. */
 #include <errno.h>
 #include <net/if.h>
 #include <regex.h>
@@ -250,6 +252,10 @@ static int tn_parse(struct cni_req *req, struct cni_err *err)
 	}
 	if (tn_get_sysctls(c, conf, err) < 0 || tn_get_attrs(c, conf, err) < 0)
 		return -1;
+	/* The reference refuses them rather than let one value win. */
+	if (json_has_duplicate_keys(json_get(conf, "sysctl")))
+		return json_err(err, json_get(conf, "sysctl"),
+				"duplicated sysctl keys are not allowed");
 
 	/* The MAC: CNI_ARGS, then the "mac" capability, then args.cni, each
 	 * overriding the one before, in the reference's order. */
@@ -295,8 +301,10 @@ static int tn_parse(struct cni_req *req, struct cni_err *err)
 		c->rename = NULL;
 	}
 	c->ifname = c->rename ? c->rename : req->ifname;
+	/* GC and STATUS have no CNI_IFNAME: the keys are still checked, with
+	 * a stand-in name (an empty one would be an empty component). */
 	for (size_t i = 0; i < c->n_sysctls; i++)
-		if (tn_sysctl_path(&c->sysctls[i], c->ifname ? c->ifname : "", err) < 0)
+		if (tn_sysctl_path(&c->sysctls[i], c->ifname ? c->ifname : "IFNAME", err) < 0)
 			return -1;
 	if (req->cmd == CNI_CMD_ADD && tn_check_allowlist(c, err) < 0)
 		return -1;
@@ -626,7 +634,7 @@ static int tn_del(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	struct tn_conf *c = req->priv;
 	_cleanup_free_ char *text = NULL;
 	size_t len;
-	if (!c->backup || read_file(c->backup, 1 << 20, &text, &len) < 0)
+	if (!c->backup || read_state_file(c->backup, 1 << 20, &text, &len) < 0)
 		return 0; /* nothing was saved: nothing to restore */
 	bool gone = false;
 	if (tn_open(req, c, &gone, err) < 0) {

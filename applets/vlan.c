@@ -20,191 +20,59 @@
  * errors are code 7 naming the field, all found before any change,
  * including a master that does not exist or is smaller than `mtu`; GC is
  * delegated to IPAM. */
-#include <errno.h>
-#include <limits.h>
+#include <stddef.h>
 
 #include "applet.h"
 #include "iface.h"
-#include "invoke.h"
 #include "link.h"
-#include "netlink.h"
-#include "plugin.h"
+#include "linkplug.h"
 
 struct vl_conf {
-	const char *master;
+	struct cni_linkplug lp; /* first: the shared handlers take req->priv */
 	unsigned vid;
-	unsigned mtu;
-	bool in_container; /* linkInContainer: master is in CNI_NETNS */
-	struct cni_dns dns;
-
-	/* Kept here so that the undo steps, which run after ADD returns,
-	 * can still use them. */
-	struct cni_nl *hnl, *cnl;
-	int ifindex; /* the created link, in CNI_NETNS */
 };
-
-static void vl_free(void *priv)
-{
-	struct vl_conf *c = priv;
-	if (!c)
-		return;
-	dns_clear(&c->dns);
-	netlink_close(c->hnl);
-	netlink_close(c->cnl);
-	free(c);
-}
+_Static_assert(offsetof(struct vl_conf, lp) == 0, "lp must come first");
 
 static int vl_parse(struct cni_req *req, struct cni_err *err)
 {
 	struct vl_conf *c = xcalloc(1, sizeof(*c));
 	req->priv = c;
-	const char *ipam_type = NULL;
-	const struct cni_json *dns = NULL;
-	int64_t mtu = 0, vid = 0;
-	if (json_get_str(req->conf, "master", JSON_REQ | JSON_NONEMPTY, &c->master, err) < 0 ||
-	    json_get_int(req->conf, "vlanId", JSON_REQ, 1, 4094, &vid, err) < 0 ||
-	    json_get_int(req->conf, "mtu", 0, 0, INT_MAX, &mtu, err) < 0 ||
-	    json_get_bool(req->conf, "linkInContainer", 0, &c->in_container, err) < 0 ||
-	    json_get_obj(req->conf, "dns", 0, &dns, err) < 0)
-		return -1;
-	if (!name_is_safe(c->master, LINK_NAME_MAX - 1))
-		return json_err(err, json_get(req->conf, "master"), "not a valid interface name");
-	/* The reference hands every verb to IPAM: without one it has
-	 * nothing to allocate, release or check. */
-	if (!req->ipam)
-		return err_set(err, CNI_ERR_INVALID_CONFIG, "ipam: missing (required)");
-	if (json_get_str(req->ipam, "type", JSON_REQ | JSON_NONEMPTY, &ipam_type, err) < 0 ||
-	    invoke_check_type(ipam_type, "ipam.type", err) < 0)
+	int64_t vid = 0;
+	if (json_get_int(req->conf, "vlanId", JSON_REQ, 1, 4094, &vid, err) < 0)
 		return -1;
 	c->vid = (unsigned)vid;
-	c->mtu = (unsigned)mtu;
-	return dns ? dns_parse(dns, &c->dns, err) : 0;
-}
-
-static int vl_open(struct cni_req *req, struct vl_conf *c, bool *gone, struct cni_err *err)
-{
-	struct cni_netns *ns = req_netns(req, gone, err);
-	if (!ns)
-		return gone && *gone ? 0 : -1;
-	if (!c->hnl && !(c->hnl = netlink_open(NULL, err)))
-		return -1;
-	if (!c->cnl && !(c->cnl = netlink_open(ns, err)))
-		return -1;
-	return 0;
-}
-
-static int vl_master(struct vl_conf *c, struct cni_link *m, struct cni_err *err)
-{
-	int r = link_get_by_name(c->in_container ? c->cnl : c->hnl, c->master, m, err);
-	if (r == -ENODEV)
-		return err_set(err, CNI_ERR_INVALID_CONFIG, "master: link \"%s\" not found%s",
-			       c->master, c->in_container ? " in the container namespace" : "");
-	return r < 0 ? -1 : 0;
-}
-
-static void vl_undo_ipam(struct cni_req *req, void *arg)
-{
-	struct cni_err e = {0};
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	ipam_exec(req, CNI_CMD_DEL, &r, &e);
-}
-
-static void vl_undo_link(struct cni_req *req, void *arg)
-{
-	struct vl_conf *c = req->priv;
-	struct cni_err e = {0};
-	link_del(c->cnl, c->ifindex, &e);
+	return linkplug_parse(req, &c->lp,
+			      LINKPLUG_MASTER_REQ | LINKPLUG_MTU | LINKPLUG_MTU_MAX |
+				  LINKPLUG_IN_CONTAINER | LINKPLUG_DNS | LINKPLUG_IPAM_REQ |
+				  LINKPLUG_IPAM_CONTEXT,
+			      err);
 }
 
 static int vl_add(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct vl_conf *c = req->priv;
 	struct cni_link m, l;
-	if (vl_open(req, c, NULL, err) < 0 || vl_master(c, &m, err) < 0)
+	struct cni_link_opts o;
+	struct cni_nl *mnl = linkplug_add_master(req, &c->lp, c->lp.master, &m, &o, err);
+	if (!mnl || link_add_vlan(mnl, req->ifname, m.ifindex, c->vid, &o, err) < 0 ||
+	    linkplug_adopt(req, &c->lp, "vlan", &l, err) < 0)
 		return -1;
-	if (c->mtu > m.mtu)
-		return err_set(err, CNI_ERR_INVALID_CONFIG,
-			       "mtu: invalid MTU %u, must be [0, master MTU(%u)] of %s", c->mtu,
-			       m.mtu, m.name);
-	struct cni_link_opts o = {
-		.mtu = c->mtu,
-		.ns = c->in_container ? NULL : req->ns,
-	};
-	if (link_add_vlan(c->in_container ? c->cnl : c->hnl, req->ifname, m.ifindex, c->vid, &o,
-			  err) < 0)
-		return -1;
-	int r = link_get_by_name(c->cnl, req->ifname, &l, err);
-	if (r < 0)
-		return r == -ENODEV ? err_set(err, CNI_ERR_INTERNAL, "vlan %s vanished from %s",
-					      req->ifname, req->netns_path)
-				    : -1;
-	c->ifindex = l.ifindex;
-	req_push_undo(req, vl_undo_link, NULL, NULL);
-
-	_cleanup_(result_freep) struct cni_result *ipam = NULL;
-	if (ipam_exec(req, CNI_CMD_ADD, &ipam, err) < 0)
-		return err_append(err, "failed to execute IPAM delegate");
-	req_push_undo(req, vl_undo_ipam, NULL, NULL);
-	if (!ipam || ipam->n_ips == 0)
-		return err_set(err, CNI_ERR_INTERNAL, "IPAM plugin returned missing IP config");
-	/* The IPAM result becomes ours: its addresses all on the vlan, and
-	 * the config's DNS in place of IPAM's, as the reference. */
-	free(ipam->cni_version);
-	ipam->cni_version = xstrdup(req->version);
-	int idx = result_add_iface(ipam, req->ifname, l.mac_str, req->netns_path);
-	for (size_t i = 0; i < ipam->n_ips; i++)
-		ipam->ips[i].iface = idx;
-	if (iface_configure(c->cnl, req->ns, c->ifindex, ipam, idx, 0, err) < 0)
-		return -1;
-	dns_copy(&ipam->dns, &c->dns);
-	struct cni_result tmp = *res;
-	*res = *ipam;
-	*ipam = tmp;
-	return 0;
-}
-
-static int vl_del(struct cni_req *req, struct cni_result *res, struct cni_err *err)
-{
-	struct vl_conf *c = req->priv;
-	bool gone = false;
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	if (ipam_exec(req, CNI_CMD_DEL, &r, err) < 0 || vl_open(req, c, &gone, err) < 0)
-		return -1;
-	return gone ? 0 : iface_del(c->cnl, req->ifname, NULL, NULL, err);
+	return linkplug_add_result(req, &c->lp, c->lp.cnl, &l, res, err);
 }
 
 static int vl_check(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct vl_conf *c = req->priv;
-	struct cni_link m, l;
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	if (ipam_exec(req, CNI_CMD_CHECK, &r, err) < 0)
-		return -1;
-	if (!req->prev)
-		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
-	int idx = iface_check_find(req->prev, req->ifname, req->netns_path, err);
-	if (idx < 0 || vl_open(req, c, NULL, err) < 0 || vl_master(c, &m, err) < 0 ||
-	    iface_check_link(c->cnl, &req->prev->ifaces[idx], "vlan", &l, err) < 0)
+	struct cni_link l;
+	if (linkplug_check(req, &c->lp, "vlan", &l, err) < 0)
 		return -1;
 	if (l.vlan_id != c->vid)
 		return err_set(err, CNI_ERR_INTERNAL, "vlan %s has VLAN id %u, the config says %u",
 			       l.name, l.vlan_id, c->vid);
-	if (c->mtu && l.mtu != c->mtu)
+	if (c->lp.mtu && l.mtu != c->lp.mtu)
 		return err_set(err, CNI_ERR_INTERNAL, "vlan %s has MTU %u, the config says %u",
-			       l.name, l.mtu, c->mtu);
-	return iface_check_ips(c->cnl, req->ifname, req->prev, err);
-}
-
-static int vl_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
-{
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	return ipam_exec(req, CNI_CMD_STATUS, &r, err);
-}
-
-static int vl_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
-{
-	_cleanup_(result_freep) struct cni_result *r = NULL;
-	return ipam_exec(req, CNI_CMD_GC, &r, err);
+			       l.name, l.mtu, c->lp.mtu);
+	return iface_check_ips(c->lp.cnl, req->ifname, req->prev, err);
 }
 
 const struct cni_applet vlan_applet = {
@@ -215,10 +83,10 @@ const struct cni_applet vlan_applet = {
 		 "  \"linkInContainer\": BOOL, \"ipam\": {...}, \"dns\": {...}}\n"
 		 "See cni-vlan(8).\n",
 	.parse = vl_parse,
-	.free = vl_free,
+	.free = linkplug_free,
 	.add = vl_add,
-	.del = vl_del,
+	.del = linkplug_del,
 	.check = vl_check,
-	.status = vl_status,
-	.gc = vl_gc,
+	.status = linkplug_status,
+	.gc = linkplug_gc,
 };

@@ -1,6 +1,5 @@
 #include "cache.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "base64.h"
+#include "result.h"
 
 /* A cache file holds one result and a copy of the configuration: small. */
 #define CACHE_MAX_BYTES (1u << 20)
@@ -52,12 +52,13 @@ static struct cni_json *take_if(struct cni_json *obj, const char *key, enum json
 	return v && v->type == t ? json_take(obj, key) : NULL;
 }
 
-/* Decode the text of a cache file. A file without a kind that looks like a
- * result is the pre-cniCacheV1 format: the result alone. */
-static int cache_decode(const char *path, const char *text, size_t len,
-			struct cni_cache_entry **out, struct cni_err *err)
+/* A file without a kind that looks like a result is the pre-cniCacheV1
+ * format: the result alone. */
+int cache_decode(const char *path, const char *text, size_t len, struct cni_cache_entry **out,
+		 struct cni_err *err)
 {
 	_cleanup_(json_freep) struct cni_json *j = json_parse(text, len, err);
+	*out = NULL;
 	if (!j)
 		return err_append(err, "cache file %s", path);
 	if (!json_is(j, JSON_OBJECT))
@@ -96,7 +97,7 @@ int cache_read_file(const char *path, struct cni_cache_entry **out, struct cni_e
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	*out = NULL;
-	int r = read_file(path, CACHE_MAX_BYTES, &text, &len);
+	int r = read_state_file(path, CACHE_MAX_BYTES, &text, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -119,6 +120,15 @@ int cache_read(const char *dir, const char *network, const char *id, const char 
 	if (!e->ifname)
 		e->ifname = xstrdup(ifname);
 	return 1;
+}
+
+struct cni_result *cache_entry_result(const struct cni_cache_entry *e, const char *version,
+				      struct cni_err *err)
+{
+	if (!e || !e->result)
+		return NULL;
+	const char *v = json_str(json_get(e->result, "cniVersion"));
+	return result_decode(e->result, v ? v : version, err);
 }
 
 char *cache_entry_dump(const struct cni_cache_entry *e)
@@ -166,43 +176,24 @@ int cache_remove(const char *dir, const char *network, const char *id, const cha
 	return 0;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int cache_list(const char *dir, const char *network, struct cni_cache_entry ***v, size_t *n,
 	       struct cni_err *err)
 {
 	_cleanup_free_ char *results = xasprintf("%s/results", dir);
+	char **names = NULL;
+	size_t nn = 0, vcap = 0;
 	*v = NULL;
 	*n = 0;
-	DIR *d = opendir(results);
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return err_errno(err, CNI_ERR_IO, errno, "cannot read cache directory %s", results);
-	}
-	char **names = NULL;
-	size_t nn = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		xgrow(&names, &cap, nn, sizeof(*names));
-		names[nn++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	if (nn > 1)
-		qsort(names, nn, sizeof(*names), cmp_names);
-
-	size_t vcap = 0;
+	int r = read_dir(results, &names, &nn);
+	if (r < 0)
+		return err_errno(err, CNI_ERR_IO, r, "cannot read cache directory %s", results);
 	for (size_t i = 0; i < nn; i++) {
+		if (names[i][0] == '.')
+			continue;
 		_cleanup_free_ char *path = xasprintf("%s/%s", results, names[i]);
 		struct cni_cache_entry *e = NULL;
 		struct cni_err ignore = {0};
 		struct stat st;
-		free(names[i]);
 		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		if (cache_read_file(path, &e, &ignore) <= 0)
@@ -216,7 +207,7 @@ int cache_list(const char *dir, const char *network, struct cni_cache_entry ***v
 		xgrow(v, &vcap, *n, sizeof(**v));
 		(*v)[(*n)++] = e;
 	}
-	free(names);
+	strv_free_n(names, nn);
 	return 0;
 }
 

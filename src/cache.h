@@ -18,6 +18,8 @@
 
 #include "json.h"
 
+struct cni_result;
+
 #define CACHE_KIND "cniCacheV1"
 
 struct cni_cache_entry {
@@ -43,6 +45,10 @@ static inline void cache_entry_freep(struct cni_cache_entry **e)
  * been validated (no '/'); src/runtime.c does so before any cache call. */
 char *cache_file_path(const char *dir, const char *network, const char *id, const char *ifname);
 
+/* Decode the text of a cache file (path names it in errors); the returns
+ * of cache_read_file but never 0. Split out for the fuzzer. */
+int cache_decode(const char *path, const char *text, size_t len, struct cni_cache_entry **out,
+		 struct cni_err *err);
 /* Read one file. Returns 1 with an owned entry, 0 when the file does not
  * exist, -1 (CNI_ERR_DECODE naming the file) when it cannot be understood. */
 int cache_read_file(const char *path, struct cni_cache_entry **out, struct cni_err *err);
@@ -65,6 +71,12 @@ int cache_remove(const char *dir, const char *network, const char *id, const cha
 int cache_list(const char *dir, const char *network, struct cni_cache_entry ***v, size_t *n,
 	       struct cni_err *err);
 void cache_list_free(struct cni_cache_entry **v, size_t n);
+
+/* The cached result decoded in the version it was cached in (its own
+ * cniVersion, else version). Owned; NULL when there is none or it cannot
+ * be decoded (err set). */
+struct cni_result *cache_entry_result(const struct cni_cache_entry *e, const char *version,
+				      struct cni_err *err);
 
 /* CNI_ARGS text <-> the cache's [["K","V"],...] form. cache_args_json
  * returns NULL for an empty string; cache_args_string NULL for an absent or

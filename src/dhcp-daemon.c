@@ -1434,7 +1434,7 @@ static struct lease *load_one(struct daemon *d, const char *path, struct cni_err
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	int e = read_file(path, 1 << 20, &text, &len);
+	int e = read_state_file(path, 1 << 20, &text, &len);
 	if (e < 0) {
 		err_errno(err, CNI_ERR_IO, e, "cannot read");
 		return NULL;

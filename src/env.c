@@ -83,11 +83,8 @@ int args_check_known(const struct cni_args *a, const char *const *known, struct 
 		bool ok = streq(a->kv[i].key, "IgnoreUnknown");
 		for (size_t k = 0; known && known[k] && !ok; k++)
 			ok = streq(a->kv[i].key, known[k]);
-		if (!ok) {
-			size_t n = strlen(unknown);
-			snprintf(unknown + n, sizeof(unknown) - n, "%s%s", n ? ", " : "",
-				 a->kv[i].key);
-		}
+		if (!ok)
+			str_append_item(unknown, sizeof(unknown), ", ", a->kv[i].key);
 	}
 	if (*unknown)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "CNI_ARGS: unknown args [%s]", unknown);
@@ -106,16 +103,23 @@ static bool valid_name(const char *s, size_t max)
 	return true;
 }
 
+/* A container id or network name (what): present and valid_name. */
+static int check_name(const char *s, size_t max, const char *what, int code, const char *field,
+		      struct cni_err *err)
+{
+	if (strempty(s))
+		return err_set(err, code, "%s: missing %s", field, what);
+	if (!valid_name(s, max))
+		return err_set(err, code,
+			       "%s: invalid %s \"%.64s\" (want [a-zA-Z0-9][a-zA-Z0-9_.-]*, at most %zu "
+			       "characters)",
+			       field, what, s, max);
+	return 0;
+}
+
 int env_check_container_id(const char *id, const char *var, struct cni_err *err)
 {
-	if (strempty(id))
-		return err_set(err, CNI_ERR_INVALID_ENV, "%s: missing container id", var);
-	if (!valid_name(id, 200))
-		return err_set(err, CNI_ERR_INVALID_ENV,
-			       "%s: invalid container id \"%.64s\" (want [a-zA-Z0-9][a-zA-Z0-9_.-]*, at "
-			       "most 200 characters)",
-			       var, id);
-	return 0;
+	return check_name(id, 200, "container id", CNI_ERR_INVALID_ENV, var, err);
 }
 
 int env_check_ifname(const char *ifname, const char *var, struct cni_err *err)
@@ -138,14 +142,7 @@ int env_check_ifname(const char *ifname, const char *var, struct cni_err *err)
 
 int env_check_netname(const char *name, const char *field, struct cni_err *err)
 {
-	if (strempty(name))
-		return err_set(err, CNI_ERR_INVALID_CONFIG, "%s: missing network name", field);
-	if (!valid_name(name, 128))
-		return err_set(err, CNI_ERR_INVALID_CONFIG,
-			       "%s: invalid network name \"%.64s\" (want "
-			       "[a-zA-Z0-9][a-zA-Z0-9_.-]*, at most 128 characters)",
-			       field, name);
-	return 0;
+	return check_name(name, 128, "network name", CNI_ERR_INVALID_CONFIG, field, err);
 }
 
 /* Which variables each command requires, per SPEC.md section 2. */
@@ -200,10 +197,8 @@ int env_validate(struct cni_req *req, struct cni_err *err)
 		{NEED_PATH, "CNI_PATH", req->cni_path},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
-		if ((need & vars[i].bit) && strempty(vars[i].val)) {
-			size_t n = strlen(missing);
-			snprintf(missing + n, sizeof(missing) - n, "%s%s", n ? "," : "", vars[i].name);
-		}
+		if ((need & vars[i].bit) && strempty(vars[i].val))
+			str_append_item(missing, sizeof(missing), ",", vars[i].name);
 	}
 	if (*missing)
 		return err_set(err, CNI_ERR_INVALID_ENV, "required env variables [%s] missing",

@@ -5,29 +5,33 @@
 
 #include "json.h"
 
-int err_set(struct cni_err *err, int code, const char *fmt, ...)
+/* The innermost failure wins: nothing is recorded over an earlier error.
+ * details NULL leaves them empty. */
+static _printf_(4, 0) void err_vset(struct cni_err *err, int code, const char *details,
+				    const char *fmt, va_list ap)
 {
 	if (!err || err->code)
-		return -1;
+		return;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	err->code = code;
+	snprintf(err->details, sizeof(err->details), "%s", details ? details : "");
+}
+
+int err_set(struct cni_err *err, int code, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	err_vset(err, code, NULL, fmt, ap);
 	va_end(ap);
-	err->code = code;
-	err->details[0] = 0;
 	return -1;
 }
 
 int err_errno(struct cni_err *err, int code, int errnum, const char *fmt, ...)
 {
-	if (!err || err->code)
-		return -1;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	err_vset(err, code, strerror(errnum < 0 ? -errnum : errnum), fmt, ap);
 	va_end(ap);
-	err->code = code;
-	snprintf(err->details, sizeof(err->details), "%s", strerror(errnum < 0 ? -errnum : errnum));
 	return -1;
 }
 
@@ -62,4 +66,15 @@ void err_print(const struct cni_err *err, const char *cni_version, FILE *f)
 	fflush(f);
 	free(s);
 	json_free(o);
+}
+
+void err_log(const struct cni_err *err, const char *fmt, ...)
+{
+	va_list ap;
+	flockfile(stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s%s%s\n", err->msg, err->details[0] ? ": " : "", err->details);
+	funlockfile(stderr);
 }

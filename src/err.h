@@ -49,5 +49,10 @@ static inline void err_clear(struct cni_err *err)
 }
 /* Print as CNI error JSON ({"cniVersion","code","msg","details"}). */
 void err_print(const struct cni_err *err, const char *cni_version, FILE *f);
+/* Log one line on stderr: the formatted prefix, ": ", msg and, when
+ * there are details, ": " and details. For the tools' messages and for
+ * failures that do not decide the outcome; the CNI error itself is
+ * err_print's. */
+void err_log(const struct cni_err *err, const char *fmt, ...) _printf_(2, 3);
 
 #endif

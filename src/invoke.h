@@ -2,7 +2,9 @@
  * 4) and the runtime's chain (section 3). A type that is a built-in applet
  * runs in this process through plugin_invoke(); any other type is looked up
  * in CNI_PATH and executed with the CNI_* environment, config on stdin and
- * its stderr passed through. */
+ * its stderr passed through, in a process group of its own: one still
+ * running after CNI_EXEC_TIMEOUT seconds (default 300) is killed with that
+ * group and fails with code 999, "plugin <type> timed out". */
 #ifndef CNI_INVOKE_H
 #define CNI_INVOKE_H
 

@@ -476,6 +476,15 @@ static int want_parse(struct cni_ipam_conf *c, const struct cni_req *req, struct
 	return 0;
 }
 
+int ipam_check_per_family(const char *version, int n4, int n6, struct cni_err *err)
+{
+	if ((n4 > 1 || n6 > 1) && version_cmp(version, "0.3.0") < 0)
+		return err_set(err, CNI_ERR_INCOMPATIBLE_VERSION,
+			       "cniVersion %s does not support more than one address per family",
+			       version);
+	return 0;
+}
+
 struct cni_ipam_conf *ipam_conf_parse(const struct cni_req *req, struct cni_err *err)
 {
 	_cleanup_(ipam_conf_freep) struct cni_ipam_conf *c = xcalloc(1, sizeof(*c));
@@ -560,12 +569,8 @@ struct cni_ipam_conf *ipam_conf_parse(const struct cni_req *req, struct cni_err 
 	int n4 = 0, n6 = 0;
 	for (size_t i = 0; i < c->n_sets; i++)
 		ipam_rangeset_family(&c->sets[i]) == AF_INET ? n4++ : n6++;
-	if ((n4 > 1 || n6 > 1) && version_cmp(req->version, "0.3.0") < 0) {
-		err_set(err, CNI_ERR_INCOMPATIBLE_VERSION,
-			"cniVersion %s does not support more than one address per family",
-			req->version);
+	if (ipam_check_per_family(req->version, n4, n6, err) < 0)
 		return NULL;
-	}
 	if (want_parse(c, req, err) < 0)
 		return NULL;
 	return TAKE_PTR(c);

@@ -105,6 +105,10 @@ struct cni_ipam_conf {
 	size_t n_routes;
 };
 
+/* Results before 0.3.0 hold one address per family (ip4, ip6): more
+ * (n4, n6 addresses) is CNI_ERR_INCOMPATIBLE_VERSION there. 0 or -1. */
+int ipam_check_per_family(const char *version, int n4, int n6, struct cni_err *err);
+
 /* Build the host-local configuration from a request: range sets in the
  * reference's order (runtimeConfig.ipRanges, then the legacy top-level
  * subnet, then ipam.ranges), requested addresses from args.cni.ips and

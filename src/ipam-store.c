@@ -36,14 +36,17 @@ struct cni_store *store_open(const char *data_dir, const char *network, bool cre
 		return NULL;
 	}
 	_cleanup_free_ char *path = xasprintf("%s/%s", data_dir, network);
+	/* 0700: the records name every container of the network. */
 	if (create) {
-		int r = mkdir_p(path, 0755);
+		int r = mkdir_p(path, 0700);
 		if (r < 0) {
 			err_errno(err, CNI_ERR_IO, r, "cannot create %.100s", path);
 			return NULL;
 		}
 	}
-	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* O_NOFOLLOW: a symlink planted as the network's directory would make
+	 * us create and delete files where it points. */
+	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		if (errno == ENOENT && !create && absent) {
 			*absent = true;
@@ -256,9 +259,9 @@ static int tmp_create(struct cni_store *s, const char *data, size_t len, char tm
 	int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	/* Not fsync'd, as the reference: reservations name containers that
+	 * a power loss ends, and the link below is atomic without it. */
 	int e = write_all(fd, data, len);
-	if (!e && fsync(fd) < 0)
-		e = -errno;
 	if (e) {
 		close(fd);
 		unlinkat(s->dirfd, tmp, 0);
@@ -295,8 +298,6 @@ int store_reserve(struct cni_store *s, const struct cni_ip *ip, const char *id, 
 			return err_errno(err, CNI_ERR_IO, errno, "cannot create %.100s/%s", s->path,
 					 name);
 		e = write_all(fd, data, len);
-		if (!e && fsync(fd) < 0)
-			e = -errno;
 		close(fd);
 		if (e) {
 			unlinkat(s->dirfd, name, 0);
@@ -306,7 +307,6 @@ int store_reserve(struct cni_store *s, const struct cni_ip *ip, const char *id, 
 	} else if (r < 0) {
 		return err_errno(err, CNI_ERR_IO, e, "cannot create %.100s/%s", s->path, name);
 	}
-	fsync(s->dirfd);
 	return 1;
 }
 

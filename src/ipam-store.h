@@ -44,7 +44,7 @@ struct cni_store_scan {
 };
 
 /* Open <data_dir>/<network> (network must be one safe path component).
- * With create, make the directories (0755) and the lock file as needed.
+ * With create, make the directories (0700) and the lock file as needed.
  * Without it, a missing directory returns NULL with *absent = true and no
  * error: nothing was ever reserved there. Owned: store_close. */
 struct cni_store *store_open(const char *data_dir, const char *network, bool create, bool *absent,

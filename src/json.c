@@ -145,6 +145,11 @@ struct cni_json *json_take(struct cni_json *obj, const char *key)
 	return v;
 }
 
+bool json_has_duplicate_keys(const struct cni_json *obj)
+{
+	return obj && obj->type == JSON_OBJECT && obj->dup_keys;
+}
+
 void json_del(struct cni_json *obj, const char *key)
 {
 	json_free(json_take(obj, key));
@@ -198,7 +203,10 @@ static int p_add(struct pstate *s, struct cni_json *v)
 		if (top->type == JSON_ARRAY) {
 			json_push(top, v);
 		} else {
-			json_set(top, s->pending_key ? s->pending_key : "", v);
+			const char *key = s->pending_key ? s->pending_key : "";
+			if (obj_find(top, key) >= 0)
+				top->dup_keys = true;
+			json_set(top, key, v);
 			free(s->pending_key);
 			s->pending_key = NULL;
 		}
@@ -490,9 +498,9 @@ static const char *type_name(enum json_type t)
 /* Common front of every getter: the node for key, 0 if absent (error if
  * required), -1 if present with another type. */
 static int lookup(const struct cni_json *obj, const char *key, int flags, enum json_type want,
-		  const char *what, struct cni_json **out, struct cni_err *err)
+		  const char *what, const struct cni_json **out, struct cni_err *err)
 {
-	struct cni_json *v = json_get(obj, key);
+	const struct cni_json *v = json_get(obj, key);
 	if (!v) {
 		if (flags & JSON_REQ)
 			return json_err_key(err, obj, key, "missing (required %s)", what);
@@ -507,7 +515,7 @@ static int lookup(const struct cni_json *obj, const char *key, int flags, enum j
 int json_get_str(const struct cni_json *obj, const char *key, int flags, const char **out,
 		 struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_STRING, "string", &v, err);
 	if (r <= 0)
 		return r;
@@ -520,7 +528,7 @@ int json_get_str(const struct cni_json *obj, const char *key, int flags, const c
 int json_get_bool(const struct cni_json *obj, const char *key, int flags, bool *out,
 		  struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_BOOL, "boolean", &v, err);
 	if (r > 0)
 		*out = v->b;
@@ -556,7 +564,7 @@ int json_as_int(const struct cni_json *j, int64_t min, int64_t max, int64_t *out
 int json_get_int(const struct cni_json *obj, const char *key, int flags, int64_t min, int64_t max,
 		 int64_t *out, struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_NUMBER, "integer", &v, err);
 	if (r <= 0)
 		return r;
@@ -566,7 +574,7 @@ int json_get_int(const struct cni_json *obj, const char *key, int flags, int64_t
 int json_get_uint(const struct cni_json *obj, const char *key, int flags, uint64_t max,
 		  uint64_t *out, struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_NUMBER, "unsigned integer", &v, err);
 	if (r <= 0)
 		return r;
@@ -592,7 +600,7 @@ int json_get_uint(const struct cni_json *obj, const char *key, int flags, uint64
 int json_get_double(const struct cni_json *obj, const char *key, int flags, double *out,
 		    struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_NUMBER, "number", &v, err);
 	if (r <= 0)
 		return r;
@@ -607,21 +615,13 @@ int json_get_double(const struct cni_json *obj, const char *key, int flags, doub
 int json_get_obj(const struct cni_json *obj, const char *key, int flags,
 		 const struct cni_json **out, struct cni_err *err)
 {
-	struct cni_json *v = NULL;
-	int r = lookup(obj, key, flags, JSON_OBJECT, "object", &v, err);
-	if (r > 0)
-		*out = v;
-	return r;
+	return lookup(obj, key, flags, JSON_OBJECT, "object", out, err);
 }
 
 int json_get_arr(const struct cni_json *obj, const char *key, int flags,
 		 const struct cni_json **out, struct cni_err *err)
 {
-	struct cni_json *v = NULL;
-	int r = lookup(obj, key, flags, JSON_ARRAY, "array", &v, err);
-	if (r > 0)
-		*out = v;
-	return r;
+	return lookup(obj, key, flags, JSON_ARRAY, "array", out, err);
 }
 
 int json_as_ip(const struct cni_json *j, struct cni_ip *out, struct cni_err *err)
@@ -645,7 +645,7 @@ int json_as_cidr(const struct cni_json *j, struct cni_cidr *out, struct cni_err 
 int json_get_ip(const struct cni_json *obj, const char *key, int flags, struct cni_ip *out,
 		struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_STRING, "IP address string", &v, err);
 	if (r <= 0)
 		return r;
@@ -655,7 +655,7 @@ int json_get_ip(const struct cni_json *obj, const char *key, int flags, struct c
 int json_get_cidr(const struct cni_json *obj, const char *key, int flags, struct cni_cidr *out,
 		  struct cni_err *err)
 {
-	struct cni_json *v = NULL;
+	const struct cni_json *v = NULL;
 	int r = lookup(obj, key, flags, JSON_STRING, "CIDR string", &v, err);
 	if (r <= 0)
 		return r;

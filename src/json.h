@@ -22,6 +22,9 @@ enum json_type {
 
 struct cni_json {
 	enum json_type type;
+	/* Object: the parsed text repeated one of its keys (set by
+	 * json_parse only; see json_has_duplicate_keys). */
+	bool dup_keys;
 	struct cni_json *parent;
 	const char *key; /* borrowed from the parent object's key, or NULL */
 	size_t index;	 /* position in the parent array or object */
@@ -83,6 +86,13 @@ struct cni_json *json_push(struct cni_json *arr, struct cni_json *val);
 /* Remove key and return the detached node (owned), or NULL. */
 struct cni_json *json_take(struct cni_json *obj, const char *key);
 void json_del(struct cni_json *obj, const char *key);
+
+/* Whether obj, as json_parse read it, had a key more than once. The tree
+ * keeps the last value, in the place of the first, as Go's encoding/json
+ * does; a plugin that must refuse duplicates (tuning's "sysctl", as the
+ * reference) asks here. False for anything built, cloned or not an
+ * object: a clone serializes without duplicates. */
+bool json_has_duplicate_keys(const struct cni_json *obj);
 
 /* Lookups. json_get returns a borrowed node or NULL when obj is not an
  * object, the key is absent, or its value is null. */

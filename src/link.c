@@ -125,7 +125,7 @@ static const struct nla_policy link_policy[IFLA_MAX + 1] = {
     [IFLA_MASTER] = {.type = NLA_U32},	     [IFLA_LINK] = {.type = NLA_U32},
     [IFLA_LINK_NETNSID] = {.type = NLA_U32}, [IFLA_TXQLEN] = {.type = NLA_U32},
     [IFLA_OPERSTATE] = {.type = NLA_U8},     [IFLA_LINKINFO] = {.type = NLA_NESTED},
-    [IFLA_AF_SPEC] = {.type = NLA_NESTED},
+    [IFLA_AF_SPEC] = {.type = NLA_NESTED},   [IFLA_IFALIAS] = {.type = NLA_STRING},
 };
 
 static const struct nla_policy info_policy[IFLA_INFO_MAX + 1] = {
@@ -168,6 +168,7 @@ static void parse_info_data(struct cni_link *l, struct nlattr *data)
 		return;
 	if (streq(l->kind, "macvlan") || streq(l->kind, "macvtap")) {
 		l->mode = get_uint(tb[IFLA_MACVLAN_MODE], 0);
+		l->bc_queue_len = get_uint(tb[IFLA_MACVLAN_BC_QUEUE_LEN], 0);
 	} else if (streq(l->kind, "ipvlan") || streq(l->kind, "ipvtap")) {
 		l->mode = get_uint(tb[IFLA_IPVLAN_MODE], 0);
 		l->ipvlan_flags = get_uint(tb[IFLA_IPVLAN_FLAGS], 0);
@@ -212,6 +213,8 @@ static int parse_link(const struct nlmsghdr *h, struct cni_link *l)
 	l->tun_owner = l->tun_group = -1;
 	if (tb[IFLA_IFNAME])
 		copy_str(l->name, sizeof(l->name), tb[IFLA_IFNAME]);
+	if (tb[IFLA_IFALIAS])
+		copy_str(l->alias, sizeof(l->alias), tb[IFLA_IFALIAS]);
 	if (tb[IFLA_ADDRESS]) {
 		size_t n = (size_t)nla_len(tb[IFLA_ADDRESS]);
 		l->mac_len = (unsigned)n;
@@ -615,8 +618,39 @@ int link_ipvlan_flags_parse(const char *s)
 	return -1;
 }
 
+/* Whether the macvlan just created as name (in o->ns when set, else in
+ * nl's namespace) reports the broadcast queue length: a kernel that does
+ * not know IFLA_MACVLAN_BC_QUEUE_LEN skips it when creating the link and
+ * leaves it out of dumps. If not, the link is deleted again and err says
+ * why. */
+static int macvlan_check_bcq(struct cni_nl *nl, const char *name, const struct cni_link_opts *o,
+			     struct cni_err *err)
+{
+	struct cni_nl *own = NULL;
+	struct cni_nl *where = nl;
+	struct cni_link l;
+	int r;
+	if (o && o->ns && !(where = own = netlink_open(o->ns, err)))
+		return -EIO;
+	r = link_get_by_name(where, name, &l, err);
+	if (r == -ENODEV)
+		r = netlink_fail(where, r, err, "macvlan %s vanished after its creation", name);
+	if (r == 0 && !l.bc_queue_len) {
+		struct cni_err ignore = {0};
+		link_del(where, l.ifindex, &ignore);
+		char action[64];
+		snprintf(action, sizeof(action), "create macvlan %s", name);
+		r = -EOPNOTSUPP;
+		err_set(err, CNI_ERR_INTERNAL,
+			"failed to %s: kernel lacks macvlan bcqueuelen support", action);
+		err_append(err, "IFLA_MACVLAN_BC_QUEUE_LEN needs Linux 5.11 or later");
+	}
+	netlink_close(own);
+	return r;
+}
+
 int link_add_macvlan(struct cni_nl *nl, const char *name, int parent, unsigned mode,
-		     const struct cni_link_opts *o, struct cni_err *err)
+		     unsigned bc_queue_len, const struct cni_link_opts *o, struct cni_err *err)
 {
 	if (!name_ok(name))
 		return bad_name(name, err);
@@ -628,9 +662,14 @@ int link_add_macvlan(struct cni_nl *nl, const char *name, int parent, unsigned m
 	netlink_put_str(m, IFLA_INFO_KIND, "macvlan");
 	struct nlattr *data = netlink_nest(m, IFLA_INFO_DATA);
 	netlink_put_u32(m, IFLA_MACVLAN_MODE, mode);
+	if (bc_queue_len)
+		netlink_put_u32(m, IFLA_MACVLAN_BC_QUEUE_LEN, bc_queue_len);
 	netlink_nest_end(m, data);
 	netlink_nest_end(m, info);
-	return link_create(nl, m, "macvlan", name, err);
+	int r = link_create(nl, m, "macvlan", name, err);
+	if (r < 0 || !bc_queue_len)
+		return r;
+	return macvlan_check_bcq(nl, name, o, err);
 }
 
 int link_add_ipvlan(struct cni_nl *nl, const char *name, int parent, unsigned mode, unsigned flags,
@@ -655,7 +694,9 @@ int link_add_vlan(struct cni_nl *nl, const char *name, int parent, unsigned vid,
 {
 	if (!name_ok(name))
 		return bad_name(name, err);
-	if (vid < 1 || vid > 4094) {
+	/* The kernel takes 0..4094 (4095 is reserved); so does the
+	 * reference plugin. */
+	if (vid > 4094) {
 		err_set(err, CNI_ERR_INTERNAL, "failed to create vlan %s: invalid VLAN id %u", name,
 			vid);
 		return -EINVAL;
@@ -877,6 +918,28 @@ int link_set_mac(struct cni_nl *nl, int ifindex, const uint8_t mac[6], struct cn
 		char s[LINK_MAC_STRLEN];
 		return link_fail(nl, r, ifindex, err, "set MAC of", " to %s",
 				 link_format_mac(mac, 6, s));
+	}
+	return 0;
+}
+
+int link_set_alias(struct cni_nl *nl, int ifindex, const char *alias, struct cni_err *err)
+{
+	size_t len = strlen(alias);
+	if (len >= LINK_ALIAS_MAX) {
+		err_set(err, CNI_ERR_INTERNAL,
+			"failed to set alias of link %d: %zu bytes (limit %d)", ifindex, len,
+			LINK_ALIAS_MAX - 1);
+		return -EINVAL;
+	}
+	struct nl_msg *m = setlink_msg(ifindex, 0, 0);
+	/* Without the NUL: the kernel stores the attribute's length as is,
+	 * and an empty attribute clears the alias. */
+	netlink_put(m, IFLA_IFALIAS, alias, len);
+	int r = netlink_request(nl, m, NULL, NULL);
+	if (r < 0) {
+		if (!len)
+			return link_fail(nl, r, ifindex, err, "clear the alias of", NULL);
+		return link_fail(nl, r, ifindex, err, "set the alias of", " to \"%.40s\"", alias);
 	}
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #define LINK_NAME_MAX 16 /* IFNAMSIZ, with the terminating NUL */
 #define LINK_MAC_STRLEN 18
+#define LINK_ALIAS_MAX 256 /* IFALIASZ: at most 255 bytes, then the NUL */
 
 struct cni_link {
 	int ifindex;
@@ -35,9 +36,11 @@ struct cni_link {
 	/* Namespace of parent, as an id local to this namespace; -1 when the
 	 * parent lives in the same namespace. */
 	int link_netnsid;
+	char alias[LINK_ALIAS_MAX]; /* IFLA_IFALIAS, "" when unset */
 
 	/* Kind-specific (IFLA_INFO_DATA); zero when not applicable. */
 	unsigned mode;	       /* macvlan LINK_MACVLAN_*, ipvlan LINK_IPVLAN_* */
+	unsigned bc_queue_len; /* macvlan: broadcast queue length; 0: unreported */
 	unsigned ipvlan_flags; /* LINK_IPVLAN_F_* */
 	unsigned vlan_id;
 	unsigned vrf_table;
@@ -124,9 +127,14 @@ enum {
 /* "bridge", "private", "vepa", "passthru", "source" -> mode; -1 if not. */
 int link_macvlan_mode_parse(const char *s);
 /* parent is an ifindex in nl's namespace; with o->ns the macvlan appears
- * only in that namespace (IFLA_LINK resolved in nl's, IFLA_NET_NS_FD). */
+ * only in that namespace (IFLA_LINK resolved in nl's, IFLA_NET_NS_FD).
+ * bc_queue_len: length of the queue of broadcast and multicast frames
+ * waiting for delivery to the macvlans of parent (0: kernel default). A
+ * kernel older than 5.11 ignores it silently; that is detected after the
+ * creation, which is then undone and fails with -EOPNOTSUPP, msg "failed
+ * to create macvlan <name>: kernel lacks macvlan bcqueuelen support". */
 int link_add_macvlan(struct cni_nl *nl, const char *name, int parent, unsigned mode,
-		     const struct cni_link_opts *o, struct cni_err *err);
+		     unsigned bc_queue_len, const struct cni_link_opts *o, struct cni_err *err);
 
 enum { LINK_IPVLAN_L2 = 0, LINK_IPVLAN_L3 = 1, LINK_IPVLAN_L3S = 2 };
 enum { LINK_IPVLAN_F_BRIDGE = 0, LINK_IPVLAN_F_PRIVATE = 1, LINK_IPVLAN_F_VEPA = 2 };
@@ -136,7 +144,8 @@ int link_ipvlan_flags_parse(const char *s);
 int link_add_ipvlan(struct cni_nl *nl, const char *name, int parent, unsigned mode, unsigned flags,
 		    const struct cni_link_opts *o, struct cni_err *err);
 
-/* 802.1Q vlan id (1..4094) on parent. */
+/* 802.1Q vlan id on parent: 0..4094, as the kernel and the reference
+ * plugin accept (id 0 carries only priority tags). */
 int link_add_vlan(struct cni_nl *nl, const char *name, int parent, unsigned vid,
 		  const struct cni_link_opts *o, struct cni_err *err);
 int link_add_dummy(struct cni_nl *nl, const char *name, const struct cni_link_opts *o,
@@ -164,6 +173,9 @@ int link_set_master(struct cni_nl *nl, int ifindex, int master, struct cni_err *
 int link_set_promisc(struct cni_nl *nl, int ifindex, bool on, struct cni_err *err);
 int link_set_allmulti(struct cni_nl *nl, int ifindex, bool on, struct cni_err *err);
 int link_set_txqlen(struct cni_nl *nl, int ifindex, unsigned txqlen, struct cni_err *err);
+/* Set the interface alias (ifalias, at most 255 bytes); "" clears it. An
+ * alias too long fails with -EINVAL before reaching the kernel. */
+int link_set_alias(struct cni_nl *nl, int ifindex, const char *alias, struct cni_err *err);
 /* Rename; the kernel may refuse while the link is up (EBUSY). */
 int link_rename(struct cni_nl *nl, int ifindex, const char *name, struct cni_err *err);
 /* Move the link into ns, renaming it there to new_name in the same step

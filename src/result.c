@@ -9,18 +9,11 @@ struct cni_result *result_new(const char *cni_version)
 	return r;
 }
 
-static void strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 void dns_clear(struct cni_dns *d)
 {
-	strv_free(d->nameservers, d->n_nameservers);
-	strv_free(d->search, d->n_search);
-	strv_free(d->options, d->n_options);
+	strv_free_n(d->nameservers, d->n_nameservers);
+	strv_free_n(d->search, d->n_search);
+	strv_free_n(d->options, d->n_options);
 	free(d->domain);
 	memset(d, 0, sizeof(*d));
 }

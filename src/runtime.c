@@ -1,6 +1,5 @@
 #include "runtime.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <strings.h>
@@ -26,9 +25,7 @@ void runtime_netconf_free(struct cni_netconf *nc)
 
 void runtime_strv_free(char **v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	strv_free_n(v, n);
 }
 
 /* Loading. */
@@ -79,8 +76,7 @@ static int select_version(const struct cni_json *o, char **out, struct cni_err *
 			return -1;
 		}
 		any = true;
-		size_t n = strlen(seen);
-		snprintf(seen + n, sizeof(seen) - n, "%s%s", n ? ", " : "", c);
+		str_append_item(seen, sizeof(seen), ", ", c);
 		if (version_supported(c) && (!best || version_cmp(c, best) > 0))
 			best = c;
 	}
@@ -131,45 +127,33 @@ static bool has_suffix(const char *s, const char *suffix)
 	return a > b && !strcmp(s + a - b, suffix);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Regular files (or links to them) of dir whose names end in one of exts,
  * sorted. An absent directory is empty. */
 static int list_files(const char *dir, const char *const *exts, char ***v, size_t *n,
 		      struct cni_err *err)
 {
-	DIR *d = opendir(dir);
-	size_t cap = 0;
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return err_errno(err, CNI_ERR_IO, errno, "cannot read configuration directory %s",
-				 dir);
-	}
-	struct dirent *de;
-	size_t first = *n;
-	cap = *n;
-	while ((de = readdir(d))) {
+	char **names = NULL;
+	size_t nn = 0, cap = *n;
+	int r = read_dir(dir, &names, &nn);
+	if (r < 0)
+		return err_errno(err, CNI_ERR_IO, r, "cannot read configuration directory %s", dir);
+	for (size_t k = 0; k < nn; k++) {
 		bool match = false;
 		for (size_t i = 0; exts[i] && !match; i++)
-			match = has_suffix(de->d_name, exts[i]);
+			match = has_suffix(names[k], exts[i]);
 		if (!match)
 			continue;
-		char *path = xasprintf("%s/%s", dir, de->d_name);
+		char *path = xasprintf("%s/%s", dir, names[k]);
 		struct stat st;
-		if (stat(path, &st) < 0 || S_ISDIR(st.st_mode)) {
+		/* Regular files only: reading a FIFO would wait forever. */
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
 			free(path);
 			continue;
 		}
 		xgrow(v, &cap, *n, sizeof(**v));
 		(*v)[(*n)++] = path;
 	}
-	closedir(d);
-	if (*n - first > 1)
-		qsort(*v + first, *n - first, sizeof(**v), cmp_str);
+	strv_free_n(names, nn);
 	return 0;
 }
 
@@ -495,6 +479,27 @@ static const char *plugin_type(const struct cni_netconf *nc, size_t i)
 	return json_str(json_get(json_at(nc->plugins, i), "type"));
 }
 
+/* Plugin i is the one that failed. */
+static void failed_at(struct cni_runtime *rt, const struct cni_netconf *nc, size_t i)
+{
+	rt->failed = (int)i;
+	rt->failed_type = plugin_type(nc, i);
+}
+
+/* The environment of a plugin run for one attachment: ADD, DEL, CHECK. */
+static struct cni_invoke_env attach_env(const struct cni_runtime *rt, enum cni_cmd cmd,
+					const struct cni_attachment *at)
+{
+	return (struct cni_invoke_env){
+		.cmd = cmd,
+		.container_id = at->container_id,
+		.netns = at->netns,
+		.ifname = at->ifname,
+		.args = at->args,
+		.path = rt->cni_path,
+	};
+}
+
 /* SPEC.md section 3, "Deriving request configuration": the plugin object
  * with cniVersion and name of the list; for ADD, DEL and CHECK the
  * capability arguments the plugin declares as runtimeConfig, and
@@ -582,8 +587,7 @@ static int preflight(struct cni_runtime *rt, const struct cni_netconf *nc, bool 
 			r = type_available(rt, itype, false, field, err);
 		}
 		if (r < 0) {
-			rt->failed = (int)i;
-			rt->failed_type = plugin_type(nc, i);
+			failed_at(rt, nc, i);
 			return -1;
 		}
 	}
@@ -598,8 +602,7 @@ static int run_plugin(struct cni_runtime *rt, const struct cni_netconf *nc, size
 	unsigned flags = rt->flags & RUNTIME_EXEC ? INVOKE_EXEC : 0;
 	if (invoke_plugin(plugin_type(nc, i), conf, env, flags, &r, err) < 0) {
 		result_free(r);
-		rt->failed = (int)i;
-		rt->failed_type = plugin_type(nc, i);
+		failed_at(rt, nc, i);
 		return -1;
 	}
 	if (res)
@@ -611,7 +614,7 @@ static int run_plugin(struct cni_runtime *rt, const struct cni_netconf *nc, size
 
 static void log_err(const char *what, const struct cni_err *e)
 {
-	fprintf(stderr, "cni: %s: %s%s%s\n", what, e->msg, e->details[0] ? ": " : "", e->details);
+	err_log(e, "cni: %s", what);
 }
 
 static int check_attachment(const struct cni_attachment *at, bool need_netns, struct cni_err *err)
@@ -636,13 +639,23 @@ static void begin(struct cni_runtime *rt)
 static struct cni_json *cached_prev(const struct cni_netconf *nc, const struct cni_cache_entry *e,
 				    struct cni_err *err)
 {
-	if (!e || !e->result)
-		return NULL;
-	const char *v = json_str(json_get(e->result, "cniVersion"));
-	_cleanup_(result_freep) struct cni_result *r = result_decode(e->result, v ? v : nc->version, err);
+	_cleanup_(result_freep) struct cni_result *r = cache_entry_result(e, nc->version, err);
 	if (!r)
 		return NULL;
 	return result_encode(r, nc->version, err);
+}
+
+/* DEL and CHECK use the parameters of the ADD (SPEC.md section 2): what
+ * the caller left unset comes from the cache entry e. *args owns the
+ * CNI_ARGS text made for it. */
+static void from_cache(struct cni_attachment *at, const struct cni_cache_entry *e, char **args)
+{
+	if (!at->netns)
+		at->netns = e->netns;
+	if (!at->args)
+		at->args = *args = cache_args_string(e->cni_args);
+	if (!at->cap_args)
+		at->cap_args = e->cap_args;
 }
 
 /* DEL plugins from..0 in reverse: the chain of DEL, and the rollback of a
@@ -651,14 +664,7 @@ static int del_chain(struct cni_runtime *rt, const struct cni_netconf *nc, size_
 		     const struct cni_attachment *at, const struct cni_json *prev,
 		     bool stop_on_error, struct cni_err *err)
 {
-	struct cni_invoke_env env = {
-		.cmd = CNI_CMD_DEL,
-		.container_id = at->container_id,
-		.netns = at->netns,
-		.ifname = at->ifname,
-		.args = at->args,
-		.path = rt->cni_path,
-	};
+	struct cni_invoke_env env = attach_env(rt, CNI_CMD_DEL, at);
 	for (size_t i = from + 1; i-- > 0;) {
 		_cleanup_(json_freep) struct cni_json *conf =
 			derive(nc, i, CNI_CMD_DEL, prev, at->cap_args, NULL);
@@ -675,11 +681,42 @@ static int del_chain(struct cni_runtime *rt, const struct cni_netconf *nc, size_
 	return 0;
 }
 
+/* Write the cache entry of an attachment with result (may be NULL) unless
+ * *written already holds the same text; *written is what is on disk. */
+static int cache_progress(struct cni_runtime *rt, const struct cni_netconf *nc,
+			  const struct cni_attachment *at, const struct cni_json *result,
+			  char **written, struct cni_err *err)
+{
+	struct cni_cache_entry entry = {
+		.network = nc->name,
+		.container_id = (char *)at->container_id,
+		.ifname = (char *)at->ifname,
+		.netns = (char *)at->netns,
+		.config = json_dump(nc->conf, false),
+		.cni_args = cache_args_json(at->args),
+		.cap_args = (struct cni_json *)at->cap_args,
+		.result = (struct cni_json *)result,
+	};
+	entry.config_len = strlen(entry.config);
+	char *text = cache_entry_dump(&entry);
+	int w = 0;
+	if (!*written || !streq(text, *written))
+		w = cache_write(rt->cache_dir, &entry, err);
+	free(entry.config);
+	json_free(entry.cni_args);
+	free(*written);
+	*written = w < 0 ? NULL : text;
+	if (w < 0)
+		free(text);
+	return w;
+}
+
 int runtime_add(struct cni_runtime *rt, const struct cni_netconf *nc,
 		const struct cni_attachment *at, struct cni_result **res, struct cni_err *err)
 {
 	_cleanup_(result_freep) struct cni_result *last = NULL;
 	_cleanup_(json_freep) struct cni_json *prev = NULL;
+	_cleanup_free_ char *written = NULL;
 	int lock = -1, rc = -1;
 	size_t i = 0;
 	begin(rt);
@@ -701,14 +738,18 @@ int runtime_add(struct cni_runtime *rt, const struct cni_netconf *nc,
 		return -1;
 	}
 
-	struct cni_invoke_env env = {
-		.cmd = CNI_CMD_ADD,
-		.container_id = at->container_id,
-		.netns = at->netns,
-		.ifname = at->ifname,
-		.args = at->args,
-		.path = rt->cni_path,
-	};
+	struct cni_invoke_env env = attach_env(rt, CNI_CMD_ADD, at);
+	/* Crash safety: the entry is on disk before the first plugin runs and
+	 * follows the result through the chain, so that when this process
+	 * dies half-way the runtime's DEL (and GC, once the namespace is gone)
+	 * finds the attachment and gives each plugin the addresses it may
+	 * have acted on (the iptables firewall keys its rules by address
+	 * alone). libcni writes only the final result; readers of either see
+	 * an ordinary entry. */
+	if (cache_progress(rt, nc, at, NULL, &written, err) < 0) {
+		close(lock);
+		return -1;
+	}
 	for (i = 0; i < nc->n_plugins; i++) {
 		_cleanup_(json_freep) struct cni_json *conf =
 			derive(nc, i, CNI_CMD_ADD, prev, at->cap_args, NULL);
@@ -717,8 +758,7 @@ int runtime_add(struct cni_runtime *rt, const struct cni_netconf *nc,
 			goto rollback;
 		if (!r) {
 			err_set(err, CNI_ERR_INTERNAL, "plugin %s returned no result", plugin_type(nc, i));
-			rt->failed = (int)i;
-			rt->failed_type = plugin_type(nc, i);
+			failed_at(rt, nc, i);
 			goto rollback;
 		}
 		result_free(last);
@@ -726,29 +766,13 @@ int runtime_add(struct cni_runtime *rt, const struct cni_netconf *nc,
 		json_free(prev);
 		prev = result_encode(last, nc->version, err);
 		if (!prev) {
-			rt->failed = (int)i;
-			rt->failed_type = plugin_type(nc, i);
+			failed_at(rt, nc, i);
 			goto rollback;
 		}
+		/* After the last plugin this is the final entry. */
+		if (cache_progress(rt, nc, at, prev, &written, err) < 0)
+			goto rollback;
 	}
-	i = nc->n_plugins - 1;
-
-	struct cni_cache_entry entry = {
-		.network = nc->name,
-		.container_id = (char *)at->container_id,
-		.ifname = (char *)at->ifname,
-		.netns = (char *)at->netns,
-		.config = json_dump(nc->conf, false),
-		.cni_args = cache_args_json(at->args),
-		.cap_args = (struct cni_json *)at->cap_args,
-		.result = prev,
-	};
-	entry.config_len = strlen(entry.config);
-	int w = cache_write(rt->cache_dir, &entry, err);
-	free(entry.config);
-	json_free(entry.cni_args);
-	if (w < 0)
-		goto rollback;
 	*res = TAKE_PTR(last);
 	rc = 0;
 	goto out;
@@ -764,6 +788,8 @@ rollback:
 		del_chain(rt, nc, i, at, p, false, &e);
 		rt->failed = failed;
 		rt->failed_type = ftype;
+		if (cache_remove(rt->cache_dir, nc->name, at->container_id, at->ifname, &e) < 0)
+			log_err("rollback", &e);
 	}
 out:
 	close(lock);
@@ -791,12 +817,8 @@ static int do_del(struct cni_runtime *rt, const struct cni_netconf *nc,
 	struct cni_attachment at = *in;
 	_cleanup_free_ char *args = NULL;
 	_cleanup_(json_freep) struct cni_json *prev = NULL;
-	if (e && !at.netns)
-		at.netns = e->netns;
-	if (e && !at.args)
-		at.args = args = cache_args_string(e->cni_args);
-	if (e && !at.cap_args)
-		at.cap_args = e->cap_args;
+	if (e)
+		from_cache(&at, e, &args);
 	if (version_cmp(nc->version, "0.4.0") >= 0 && e && e->result) {
 		struct cni_err pe = {0};
 		prev = cached_prev(nc, e, &pe);
@@ -851,27 +873,14 @@ int runtime_check(struct cni_runtime *rt, const struct cni_netconf *nc,
 			at.container_id, at.ifname, nc->name);
 		goto out;
 	}
-	/* CHECK must use the parameters of the ADD (SPEC.md section 2). */
-	if (!at.netns)
-		at.netns = e->netns;
-	if (!at.args)
-		at.args = args = cache_args_string(e->cni_args);
-	if (!at.cap_args)
-		at.cap_args = e->cap_args;
+	from_cache(&at, e, &args);
 	if (strempty(at.netns)) {
 		err_set(err, CNI_ERR_INVALID_ENV, "netns: required for CHECK");
 		goto out;
 	}
 	if (!(prev = cached_prev(nc, e, err)))
 		goto out;
-	struct cni_invoke_env env = {
-		.cmd = CNI_CMD_CHECK,
-		.container_id = at.container_id,
-		.netns = at.netns,
-		.ifname = at.ifname,
-		.args = at.args,
-		.path = rt->cni_path,
-	};
+	struct cni_invoke_env env = attach_env(rt, CNI_CMD_CHECK, &at);
 	for (size_t i = 0; i < nc->n_plugins; i++) {
 		_cleanup_(json_freep) struct cni_json *conf =
 			derive(nc, i, CNI_CMD_CHECK, prev, at.cap_args, NULL);
@@ -918,17 +927,6 @@ void runtime_gc_report_free(struct cni_gc_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void gc_push(struct cni_gc_attachment **v, size_t *n, const char *id, const char *ifname)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (streq((*v)[i].container_id, id) && streq((*v)[i].ifname, ifname))
-			return;
-	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
-	(*v)[*n].container_id = xstrdup(id);
-	(*v)[*n].ifname = xstrdup(ifname);
-	(*n)++;
-}
-
 static bool gc_listed(const struct cni_gc_attachment *v, size_t n, const char *id,
 		      const char *ifname)
 {
@@ -938,17 +936,25 @@ static bool gc_listed(const struct cni_gc_attachment *v, size_t n, const char *i
 	return false;
 }
 
-/* An attachment is stale once its namespace is gone: the path no longer
- * exists, or no longer is a network namespace (a bind mount left behind
- * as an empty file). Anything else (no permission...) counts as alive. */
-static bool netns_alive(const char *path)
+static void gc_push(struct cni_gc_attachment **v, size_t *n, const char *id, const char *ifname)
+{
+	if (gc_listed(*v, *n, id, ifname))
+		return;
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[*n].container_id = xstrdup(id);
+	(*v)[*n].ifname = xstrdup(ifname);
+	(*n)++;
+}
+
+bool runtime_netns_gone(const char *path)
 {
 	int e = 0;
 	struct cni_err ignore = {0};
+	if (strempty(path))
+		return false;
 	struct cni_netns *ns = netns_open(path, &e, &ignore);
-	bool alive = ns || !(e == ENOENT || e == EINVAL);
 	netns_close(ns);
-	return alive;
+	return !ns && (e == ENOENT || e == EINVAL);
 }
 
 /* Record a GC error: the first one is returned (with the plugin that
@@ -997,7 +1003,7 @@ int runtime_gc(struct cni_runtime *rt, const struct cni_netconf *nc,
 		const struct cni_cache_entry *e = v[i];
 		if (gc_listed(rep->valid, rep->n_valid, e->container_id, e->ifname))
 			continue;
-		if (strempty(e->netns) || netns_alive(e->netns)) {
+		if (!runtime_netns_gone(e->netns)) {
 			gc_push(&rep->valid, &rep->n_valid, e->container_id, e->ifname);
 			continue;
 		}

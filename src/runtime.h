@@ -14,6 +14,9 @@
  * it may have half-applied), in reverse, and reports the original error.
  * The final ADD result goes to the result cache (src/cache.h); DEL and
  * CHECK pass the cached result as prevResult and DEL removes the entry.
+ * ADD writes the entry before the first plugin runs and again whenever the
+ * result changes, so that after a crash half-way DEL and GC find the
+ * attachment and its addresses; a failed ADD removes it.
  *
  * Functions never print to stdout and never exit; rollback and GC problems
  * that do not decide the outcome are logged to stderr. */
@@ -96,6 +99,12 @@ char *runtime_abs_path(const char *path);
 /* The container id cnitool derives from a netns path: "cnitool-" and the
  * hex of the first 10 bytes of the SHA-512 of its absolute path. Owned. */
 char *runtime_netns_id(const char *netns);
+
+/* An attachment is stale once its namespace is gone: the path no longer
+ * exists, or no longer is a network namespace (a bind mount left behind
+ * as an empty file). Anything else (no permission...) counts as alive, and
+ * so does an empty path (libcni before 1.2 recorded none). */
+bool runtime_netns_gone(const char *path);
 
 /* One attachment (SPEC.md section 3, "Attachment Parameters"). Borrowed. */
 struct cni_attachment {

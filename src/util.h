@@ -63,6 +63,13 @@ char *xasprintf(const char *fmt, ...) _printf_(1, 2);
 /* Grow *arr so that it can hold at least n+1 elements of size sz. */
 void xgrow(void *arr, size_t *cap, size_t n, size_t sz);
 
+/* Append item to the list in buf (a string of size bytes), after sep
+ * unless the list is empty; what does not fit is cut. For messages. */
+void str_append_item(char *buf, size_t size, const char *sep, const char *item);
+/* Sort n strings in strcmp order. */
+void strv_sort(char **v, size_t n);
+/* Free n strings and the array (NULL with n 0 is fine). */
+void strv_free_n(char **v, size_t n);
 /* Copy at most size-1 bytes, always terminating; returns strlen(src). */
 size_t strlcpy_(char *dst, const char *src, size_t size);
 
@@ -71,8 +78,19 @@ size_t strlcpy_(char *dst, const char *src, size_t size);
 int read_all_fd(int fd, size_t max, char **out, size_t *len);
 /* Read a whole (small) file; -errno on failure. */
 int read_file(const char *path, size_t max, char **out, size_t *len);
-/* Write data to path atomically (temp file in the same directory, fsync,
- * rename), mode 0600, refusing to follow a symlink at path. -errno. */
+/* read_file for the state files we write (result cache, tuning backups,
+ * dhcp leases): a symlink in the last component is -ELOOP, anything but a
+ * regular file -EINVAL, so a planted link or FIFO is neither followed nor
+ * waited on. */
+int read_state_file(const char *path, size_t max, char **out, size_t *len);
+/* The entry names of a directory but . and .., sorted; an absent one has
+ * none. Returns 0 and an owned array of owned names (strv_free_n), or
+ * -errno. */
+int read_dir(const char *path, char ***names, size_t *n);
+/* Write data to path atomically (temp file in the same directory, then
+ * rename; not fsync'd: atomic for readers and crashes of the writer, not
+ * durable across a power loss), mode 0600, refusing to follow a symlink at
+ * path. -errno. */
 int write_file_atomic(const char *path, const void *data, size_t len);
 /* mkdir -p with the given mode for each created component; -errno. */
 int mkdir_p(const char *path, mode_t mode);

@@ -3,34 +3,18 @@
 # moved into a container namespace and back. The applet runs in the test's
 # host namespace (`ip netns exec`); nothing touches the real host.
 . "$CNI_TESTS/lib.sh"
-export CNI_PATH="$T_BIN:/usr/lib/cni"
+. "$CNI_TESTS/applets/linkplug-lib.sh"
 
-hostns=$(t_netns hdhost); H=${hostns##*/}
-contns=$(t_netns hdcont); C=${contns##*/}
+lp_netns hd
 ip -n "$H" link add thd0 type veth peer name thd0p
 ip -n "$H" link set thd0 up
 mac0=$(ip -n "$H" -j link show thd0 | jq -r '.[0].address')
 
-hrun() { # APPLET CMD NETNS IFNAME ID [ARGS], as cni_run, inside the host namespace
-	OUT=$(ip netns exec "$H" env CNI_COMMAND="$2" CNI_NETNS="$3" CNI_IFNAME="$4" \
-		CNI_CONTAINERID="$5" CNI_ARGS="${6-}" CNI_PATH="$CNI_PATH" \
-		"$T_BIN/$1" 2>"$T_TMP/stderr")
-	RC=$?
-	ERR=$(cat "$T_TMP/stderr")
-}
-state() {
-	ip -n "$1" -br link | awk '{print $1, $3}'
-	ip -n "$1" -br addr
-	ip -n "$1" route show table all | grep -v '^local\|^broadcast\|^multicast\|^fe80\|^ff00'
-	ls -R "$T_TMP/ipam" 2>/dev/null | grep -cE '^[0-9a-f.:]+$'
-}
 alias_of() { ip -n "$1" -j -d link show "$2" | jq -r '.[0].ifalias // ""'; }
 up() { ip -n "$1" -j link show "$2" | jq -e '.[0].flags | index("UP")' >/dev/null; }
-ipam='"ipam":{"type":"host-local","dataDir":"'"$T_TMP/ipam"'","subnet":"10.200.74.0/24",
-	"routes":[{"dst":"10.200.75.0/24"}]}'
-conf() { jq -c ". + ${1:-{\}}" <<<"{\"cniVersion\":\"1.1.0\",\"name\":\"hdnet\",\"type\":\"host-device\",\"device\":\"thd0\",$ipam}"; }
-with_prev() { jq -c --argjson p "$2" '. + {prevResult: $p}' <<<"$1"; }
-hbefore=$(state "$H"); cbefore=$(state "$C")
+lp_conf '{"cniVersion":"1.1.0","name":"hdnet","type":"host-device","device":"thd0",
+	'"$(lp_ipam '"subnet":"10.200.74.0/24","routes":[{"dst":"10.200.75.0/24"}]')"'}'
+lp_snapshot
 
 bad() { # DESC REGEX PATCH: code 7 before any change
 	hrun host-device ADD "$contns" thdeth0 c-bad <<<"$(jq -c ". + $3" <<<'{"cniVersion":"1.1.0","name":"hdnet","type":"host-device"}')"
@@ -48,17 +32,14 @@ bad "kernelpath without devices" '^kernelpath: failed to read network devices at
 bad "pciBusID not a bus address" '^pciBusID: not a device address' '{"pciBusID":"../../x"}'
 bad "pciBusID that does not exist" '^pciBusID: no driver for PCI device 0000:ff:1f.7' '{"pciBusID":"0000:ff:1f.7"}'
 bad "deviceID that does not exist" '^runtimeConfig.deviceID: device 0000:ff:1f.7 not found' '{"runtimeConfig":{"deviceID":"0000:ff:1f.7"}}'
-t_is "bad configs left the host unchanged" "$(state "$H")" "$hbefore"
-t_is "bad configs left the container unchanged" "$(state "$C")" "$cbefore"
+lp_unchanged "bad configs"
 
 for v in 1.1.0 0.3.1; do
 	c=$(conf "{\"cniVersion\":\"$v\",\"name\":\"hd$v\"}")
-	hrun host-device ADD "$contns" thdeth0 "c-$v" <<<"$c"
-	t_is "$v ADD exits 0" "$RC" 0
+	lp_add host-device thdeth0 "c-$v" "$c" "$v "
 	t_json "$v interface" '.interfaces[0] | "\(.name) \(.mac) \(.sandbox)"' "thdeth0 $mac0 $contns"
 	t_json "$v address" '[.ips[] | "\(.address) \(.gateway) \(.interface)"] | join(",")' \
 		"10.200.74.2/24 10.200.74.1 0"
-	prev=$OUT
 	t_nok "$v thd0 left the host" ip -n "$H" link show thd0
 	t_is "$v the device is thdeth0 in the container, same MAC" \
 		"$(ip -n "$C" -j link show thdeth0 | jq -r '.[0].address')" "$mac0"
@@ -67,28 +48,23 @@ for v in 1.1.0 0.3.1; do
 	t_like "$v address applied" "$(ip -n "$C" -br addr show thdeth0)" '10.200.74.2/24'
 	t_like "$v route applied" "$(ip -n "$C" route show 10.200.75.0/24)" 'via 10.200.74.1 dev thdeth0'
 
-	hrun host-device CHECK "$contns" thdeth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
 	if [ "$v" = 0.3.1 ]; then
+		hrun host-device CHECK "$contns" thdeth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
 		t_err "$v CHECK is refused before 0.4.0" 1 'CHECK'
 	else
-		t_is "$v CHECK passes" "$RC:$OUT" "0:"
+		lp_check_ok host-device thdeth0 "c-$v" "$c" "$v "
 		ip -n "$C" addr del 10.200.74.2/24 dev thdeth0
-		hrun host-device CHECK "$contns" thdeth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
-		t_err "$v CHECK reports the missing address" 999 'Failed to match addr 10.200.74.2/24'
+		lp_check_fails host-device thdeth0 "c-$v" "$c" "$v CHECK reports the missing address" 'Failed to match addr 10.200.74.2/24'
 		p2=$(jq -c '.interfaces[0].mac = "02:00:00:00:00:01"' <<<"$prev")
 		hrun host-device CHECK "$contns" thdeth0 "c-$v" <<<"$(with_prev "$c" "$p2")"
 		t_err "$v CHECK reports a changed MAC" 999 'MAC'
 	fi
 
-	hrun host-device DEL "$contns" thdeth0 "c-$v" <<<"$c"
-	t_is "$v DEL exits 0, prints nothing" "$RC:$OUT" "0:"
+	lp_del host-device thdeth0 "c-$v" "$c" "$v "
 	t_ok "$v thd0 is back in the host" ip -n "$H" link show thd0
 	t_is "$v with its MAC" "$(ip -n "$H" -j link show thd0 | jq -r '.[0].address')" "$mac0"
 	t_is "$v and no alias" "$(alias_of "$H" thd0)" ""
 	t_nok "$v and down, as the reference leaves it" up "$H" thd0
-	t_is "$v container as before, allocation released" "$(state "$C")" "$cbefore"
-	hrun host-device DEL "$contns" thdeth0 "c-$v" <<<"$c"
-	t_is "$v DEL again succeeds" "$RC:$OUT" "0:"
 	ip -n "$H" link set thd0 up
 done
 t_is "host as before" "$(state "$H")" "$hbefore"
@@ -104,17 +80,13 @@ t_ok "  thd0 is back" ip -n "$H" link show thd0
 ip -n "$H" link set thd0 up
 
 # Rollback: the route's gateway is unreachable after the move.
-hrun host-device ADD "$contns" thdeth0 rb <<<"$(conf '{"ipam":{"type":"host-local","dataDir":"'"$T_TMP/ipam"'","subnet":"10.200.76.0/24","routes":[{"dst":"10.200.77.0/24","gw":"10.200.78.1"}]}}')"
-t_err "ADD failing at the routes" 999 'failed to add route 10.200.77.0/24'
+lp_add_rollback host-device thdeth0 10.200.76.0/24 10.200.77.0/24 10.200.78.1
 t_is "  thd0 back in the host, up, without alias" \
 	"$(ip -n "$H" -j -d link show thd0 | jq -r '.[0] | "\(.ifname) \(.flags | index("UP") != null) \(.ifalias // "")"')" \
 	"thd0 true "
-t_is "  container unchanged, allocation released" "$(state "$C")" "$cbefore"
 
 # The container's ifname is taken: nothing moves.
-ip -n "$C" link add thdeth0 type veth peer name thdx
-hrun host-device ADD "$contns" thdeth0 dup <<<"$(conf)"
-t_err "ADD onto an existing ifname" 999 'container already has an interface named thdeth0'
+lp_add_existing host-device thdeth0 thdx 'container already has an interface named thdeth0'
 t_ok "  thd0 stays in the host" ip -n "$H" link show thd0
 t_is "  thd0 has no alias" "$(alias_of "$H" thd0)" ""
 # DEL refuses to move out what it did not move in (no alias).
@@ -143,13 +115,8 @@ fi
 t_skip "moving a device found by kernelpath, pciBusID or deviceID" \
 	"needs a spare PCI network device; only the error paths are tested"
 
-# DEL with the namespace gone: the kernel destroyed the (virtual) device.
-gone=$(t_netns hdgone)
-hrun host-device ADD "$gone" thdeth0 g1 <<<"$(conf)"; t_is "ADD in a namespace to delete" "$RC" 0
-ip netns del "${gone##*/}"
-hrun host-device DEL "$gone" thdeth0 g1 <<<"$(conf)"
-t_is "DEL with the namespace gone" "$RC:$OUT" "0:"
-t_is "  released the allocation" "$(state "$C" | tail -1)" 0
-hrun host-device DEL "" thdeth0 g1 <<<"$(conf)"; t_is "DEL without CNI_NETNS" "$RC:$OUT" "0:"
-t_is "nothing of ours left in the container" "$(state "$C")" "$cbefore"
+# DEL with the namespace gone: the kernel destroyed the (virtual) device,
+# so the host keeps no thd0.
+lp_del_gone host-device thdeth0 hdgone added
+lp_finish host-device thdeth0 container
 t_done

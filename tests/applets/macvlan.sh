@@ -3,42 +3,19 @@
 # (`ip netns exec`), whose veth end tmv0 is the master; the container is a
 # second namespace. Nothing touches the real host.
 . "$CNI_TESTS/lib.sh"
-export CNI_PATH="$T_BIN:/usr/lib/cni"
+. "$CNI_TESTS/applets/linkplug-lib.sh"
 
-hostns=$(t_netns mvhost); H=${hostns##*/}
-contns=$(t_netns mvcont); C=${contns##*/}
-ip -n "$H" link add tmv0 type veth peer name tmv0p
-ip -n "$H" link set tmv0 up; ip -n "$H" link set tmv0p up
-ip -n "$H" addr add 10.200.70.1/24 dev tmv0
-ip -n "$H" route add default via 10.200.70.254 dev tmv0
+lp_netns mv
+lp_master 10.200.70.1/24 10.200.70.254
 ip -n "$H" link add tmv1 mtu 1400 type veth peer name tmv1p
 ip -n "$H" link set tmv1 up
 
-# hrun APPLET CMD NETNS IFNAME ID [ARGS]: cni_run with the applet running
-# in the host namespace of the test.
-hrun() {
-	OUT=$(ip netns exec "$H" env CNI_COMMAND="$2" CNI_NETNS="$3" CNI_IFNAME="$4" \
-		CNI_CONTAINERID="$5" CNI_ARGS="${6-}" CNI_PATH="$CNI_PATH" \
-		"$T_BIN/$1" 2>"$T_TMP/stderr")
-	RC=$?
-	ERR=$(cat "$T_TMP/stderr")
-}
-# Links, addresses and routes of a namespace, and the IPAM store.
-state() {
-	ip -n "$1" -br link | awk '{print $1, $3}'
-	ip -n "$1" -br addr
-	ip -n "$1" route show table all | grep -v '^local\|^broadcast\|^multicast\|^fe80\|^ff00'
-	ls -R "$T_TMP/ipam" 2>/dev/null | grep -cE '^[0-9a-f.:]+$'
-}
-ipam='"ipam":{"type":"host-local","dataDir":"'"$T_TMP/ipam"'",
-	"ranges":[[{"subnet":"10.200.70.0/24","rangeStart":"10.200.70.10"}],[{"subnet":"fd00:200:70::/64"}]],
-	"routes":[{"dst":"0.0.0.0/0"},{"dst":"10.200.79.0/24","gw":"10.200.70.1"}]}'
-conf() { jq -c ". + ${1:-{\}}" <<<"{\"cniVersion\":\"1.1.0\",\"name\":\"mvnet\",\"type\":\"macvlan\",$ipam}"; }
-with_prev() { jq -c --argjson p "$2" '. + {prevResult: $p}' <<<"$1"; }
+lp_conf '{"cniVersion":"1.1.0","name":"mvnet","type":"macvlan",
+	'"$(lp_ipam '"ranges":[[{"subnet":"10.200.70.0/24","rangeStart":"10.200.70.10"}],[{"subnet":"fd00:200:70::/64"}]],
+	"routes":[{"dst":"0.0.0.0/0"},{"dst":"10.200.79.0/24","gw":"10.200.70.1"}]')"'}'
+lp_snapshot
 
-hbefore=$(state "$H"); cbefore=$(state "$C")
-
-# Config errors: code 7 (2 for bcqueuelen) naming the field, nothing changed.
+# Config errors: code 7 naming the field, nothing changed.
 bad() { # DESC CODE REGEX PATCH [ARGS]
 	hrun macvlan ADD "$contns" tmveth0 c-bad "${5-}" <<<"$(conf "$4")"
 	t_err "$1" "$2" "$3"
@@ -58,19 +35,18 @@ bad "bad mac" 7 '^mac: invalid MAC address' '{"mac":"02:00:00:00:00"}'
 bad "bad runtimeConfig.mac" 7 '^runtimeConfig.mac: invalid' '{"runtimeConfig":{"mac":"zz:00:00:00:00:01"}}'
 bad "bad CNI_ARGS MAC" 7 '^CNI_ARGS MAC: invalid' '{}' 'MAC=02:00'
 bad "unknown CNI_ARGS" 7 'CNI_ARGS: unknown args \[FOO\]' '{}' 'FOO=1'
-bad "bcqueuelen is not supported" 2 '^bcqueuelen' '{"bcqueuelen":100}'
+bad "negative bcqueuelen" 7 '^bcqueuelen' '{"bcqueuelen":-1}'
+bad "bcqueuelen not a number" 7 '^bcqueuelen: expected' '{"bcqueuelen":"100"}'
 bad "ipam.type of the wrong type" 7 '^ipam.type: expected string' '{"ipam":{"type":3}}'
 bad "dns not an object" 7 '^dns' '{"dns":[]}'
-t_is "bad configs left the host unchanged" "$(state "$H")" "$hbefore"
-t_is "bad configs left the container unchanged" "$(state "$C")" "$cbefore"
+lp_unchanged "bad configs"
 
 # ADD/CHECK/DEL/DEL in several result versions, master from the default
 # route, dual-stack IPAM.
 for v in 1.1.0 1.0.0 0.4.0; do
 	# One network (so one IPAM store) per version: the same addresses.
 	c=$(conf "{\"cniVersion\":\"$v\",\"name\":\"mv$v\",\"dns\":{\"nameservers\":[\"10.200.70.53\"]}}")
-	hrun macvlan ADD "$contns" tmveth0 "c-$v" <<<"$c"
-	t_is "$v ADD exits 0" "$RC" 0
+	lp_add macvlan tmveth0 "c-$v" "$c" "$v "
 	t_json "$v result version" .cniVersion "$v"
 	live_mac=$(ip -n "$C" -j link show tmveth0 | jq -r '.[0].address')
 	t_json "$v interface" '.interfaces[0] | "\(.name) \(.mac) \(.sandbox)"' "tmveth0 $live_mac $contns"
@@ -79,7 +55,6 @@ for v in 1.1.0 1.0.0 0.4.0; do
 	t_json "$v routes" '[.routes[] | "\(.dst) \(.gw)"] | join(",")' \
 		"0.0.0.0/0 null,10.200.79.0/24 10.200.70.1"
 	t_json "$v dns is the config's" '.dns.nameservers[0]' 10.200.70.53
-	prev=$OUT
 	d=$(ip -n "$C" -d -j link show tmveth0)
 	t_is "$v macvlan in bridge mode" "$(jq -r '.[0].linkinfo | "\(.info_kind) \(.info_data.mode)"' <<<"$d")" "macvlan bridge"
 	t_is "$v on the default route's interface" "$(jq -r '.[0].link_index' <<<"$d")" \
@@ -91,26 +66,17 @@ for v in 1.1.0 1.0.0 0.4.0; do
 	t_is "$v arp_notify on" "$(ip netns exec "$C" cat /proc/sys/net/ipv4/conf/tmveth0/arp_notify)" 1
 	t_is "$v host unchanged by ADD" "$(state "$H" | head -n -1)" "$(head -n -1 <<<"$hbefore")"
 
-	hrun macvlan CHECK "$contns" tmveth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
-	t_is "$v CHECK passes" "$RC:$OUT" "0:"
+	lp_check_ok macvlan tmveth0 "c-$v" "$c" "$v "
 	ip -n "$C" route del 10.200.79.0/24
-	hrun macvlan CHECK "$contns" tmveth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
-	t_err "$v CHECK reports a missing route" 999 'route 10.200.79.0/24 via 10.200.70.1 not found'
+	lp_check_fails macvlan tmveth0 "c-$v" "$c" "$v CHECK reports a missing route" 'route 10.200.79.0/24 via 10.200.70.1 not found'
 	ip -n "$C" addr del 10.200.70.10/24 dev tmveth0
-	hrun macvlan CHECK "$contns" tmveth0 "c-$v" <<<"$(with_prev "$c" "$prev")"
-	t_err "$v CHECK reports a missing address first" 999 'addr 10.200.70.10/24 on interface tmveth0'
-	hrun macvlan CHECK "$contns" tmveth0 "c-$v" <<<"$(with_prev "$(jq -c '. + {mode: "vepa"}' <<<"$c")" "$prev")"
-	t_err "$v CHECK reports the mode" 999 'mode bridge, the config says vepa'
-	hrun macvlan CHECK "$contns" tmveth1 "c-$v" <<<"$(with_prev "$(conf '{"ipam":{}}')" "$prev")"
-	t_err "$v CHECK of an interface not in prevResult" 999 'Sandbox in prevResult'
+	lp_check_fails macvlan tmveth0 "c-$v" "$c" "$v CHECK reports a missing address first" 'addr 10.200.70.10/24 on interface tmveth0'
+	lp_check_fails macvlan tmveth0 "c-$v" "$(jq -c '. + {mode: "vepa"}' <<<"$c")" "$v CHECK reports the mode" 'mode bridge, the config says vepa'
+	lp_check_fails macvlan tmveth1 "c-$v" "$(conf '{"ipam":{}}')" "$v CHECK of an interface not in prevResult" 'Sandbox in prevResult'
 	hrun macvlan CHECK "$contns" tmveth0 "c-$v" <<<"$c"
 	t_err "$v CHECK needs prevResult" 7 'prevResult'
 
-	hrun macvlan DEL "$contns" tmveth0 "c-$v" <<<"$c"
-	t_is "$v DEL exits 0, prints nothing" "$RC:$OUT" "0:"
-	t_is "$v DEL removed the link and the allocation" "$(state "$C")" "$cbefore"
-	hrun macvlan DEL "$contns" tmveth0 "c-$v" <<<"$c"
-	t_is "$v DEL again succeeds" "$RC:$OUT" "0:"
+	lp_del macvlan tmveth0 "c-$v" "$c" "$v "
 done
 
 # Layer 2 only (no ipam), named master, mode, mtu, MAC by priority.
@@ -134,6 +100,15 @@ t_is "DEL ignores CNI_ARGS it does not use" "$RC:$OUT" "0:"
 hrun macvlan ADD "$contns" tmvnet1 l2d <<<"$(l2 '{"master":"tmv1","mtu":1400}')"
 t_is "mtu equal to the master's is accepted" "$RC" 0
 hrun macvlan DEL "$contns" tmvnet1 l2d <<<"$(l2 '{}')"
+# bcqueuelen reaches the kernel (since Linux 5.11; before, a clear error).
+hrun macvlan ADD "$contns" tmvnet1 l2e <<<"$(l2 '{"bcqueuelen":700}')"
+if [ "$RC" = 0 ]; then
+	t_is "bcqueuelen applied" \
+		"$(ip -n "$C" -d -j link show tmvnet1 | jq -r '.[0].linkinfo.info_data.bcqueuelen')" 700
+else
+	t_err "bcqueuelen on a kernel without it" 999 'kernel lacks macvlan bcqueuelen support'
+fi
+hrun macvlan DEL "$contns" tmvnet1 l2e <<<"$(l2 '{}')"; t_is "bcqueuelen DEL" "$RC" 0
 
 # linkInContainer: the master lives in the container namespace.
 ip -n "$C" link add tmvc0 type veth peer name tmvc0p; ip -n "$C" link set tmvc0 up
@@ -150,35 +125,21 @@ ip -n "$C" link del tmvc0
 
 # A failed ADD rolls back: the route's gateway is unreachable, so the link
 # and the allocation made before it must go.
-hrun macvlan ADD "$contns" tmveth0 rb <<<"$(conf '{"ipam":{"type":"host-local","dataDir":"'"$T_TMP/ipam"'","subnet":"10.200.71.0/24","routes":[{"dst":"10.200.72.0/24","gw":"10.200.73.1"}]}}')"
-t_err "ADD failing at the routes" 999 'failed to add route 10.200.72.0/24'
-t_is "failed ADD left the container unchanged" "$(state "$C")" "$cbefore"
+lp_add_rollback macvlan tmveth0 10.200.71.0/24 10.200.72.0/24 10.200.73.1
 t_is "failed ADD left the host unchanged" "$(state "$H")" "$hbefore"
 
 # An existing interface of that name is never touched.
-ip -n "$C" link add tmveth0 type veth peer name tmvx
-hrun macvlan ADD "$contns" tmveth0 dup <<<"$(conf)"
-t_err "ADD onto an existing ifname fails" 999 'File exists'
-t_like "the existing tmveth0 is still there" "$(ip -n "$C" -d link show tmveth0)" 'veth'
-t_is "and no allocation was kept" "$(state "$C" | tail -1)" 0
+lp_add_existing macvlan tmveth0 tmvx 'File exists'
 ip -n "$C" link del tmveth0
 
 # DEL with the namespace gone still releases the allocation.
-gone=$(t_netns mvgone)
-hrun macvlan ADD "$gone" tmveth0 g1 <<<"$(conf)"; t_is "ADD in a namespace to delete" "$RC" 0
-ip netns del "${gone##*/}"
-hrun macvlan DEL "$gone" tmveth0 g1 <<<"$(conf)"
-t_is "DEL with the namespace gone" "$RC:$OUT" "0:"
-t_is "  released the allocation" "$(state "$C" | tail -1)" 0
-hrun macvlan DEL "" tmveth0 g1 <<<"$(conf)"; t_is "DEL without CNI_NETNS" "$RC:$OUT" "0:"
+lp_del_gone macvlan tmveth0 mvgone added
 
-hrun macvlan STATUS "" "" "" <<<"$(conf)"; t_is "STATUS" "$RC:$OUT" "0:"
 # GC goes to the IPAM plugin: an attachment not listed loses its address.
 hrun macvlan ADD "$contns" tmveth0 gc1 <<<"$(conf)"; t_is "ADD before GC" "$RC" 0
 hrun macvlan GC "" "" "" <<<"$(conf '{"cni.dev/valid-attachments":[]}')"
 t_is "GC" "$RC:$OUT" "0:"
 t_is "  released the allocation of the stale attachment" "$(state "$C" | tail -1)" 0
 hrun macvlan DEL "$contns" tmveth0 gc1 <<<"$(conf)"; t_is "  DEL after GC" "$RC" 0
-t_is "nothing of ours left in the container" "$(state "$C")" "$cbefore"
-t_is "nothing of ours left in the host" "$(state "$H")" "$hbefore"
+lp_finish macvlan tmveth0
 t_done

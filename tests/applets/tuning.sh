@@ -114,6 +114,9 @@ bad "sysctl with a slash" '"sysctl":{"net/core/somaxconn":"9"}' "'/' is not allo
 bad "sysctl escaping net with .." '"sysctl":{"net..kernel.hostname":"9"}' 'empty component'
 bad "sysctl outside net through IFNAME" '"sysctl":{"IFNAME.x":"1"}' 'not a net'
 bad "non-string sysctl value" '"sysctl":{"net.core.somaxconn":9}' 'sysctl\.net\.core\.somaxconn: expected a string'
+bad "sysctl key given twice" '"sysctl":{"net.core.somaxconn":"9","net.ipv4.ip_forward":"0","net.core.somaxconn":"10"}' '^sysctl: duplicated sysctl keys are not allowed'
+cni_run tuning DEL "$ns" ttn0 cbad <<<"$(conf '"sysctl":{"net.core.somaxconn":"9","net.core.somaxconn":"10"}')"
+t_is "DEL does not mind a sysctl key given twice" "$RC:$OUT" "0:"
 bad "malformed MAC" '"mtu":1400,"mac":"c2:b0:57:49:47"' '^mac: malformed'
 bad "multicast MAC" '"mac":"c3:b0:57:49:47:f1"' 'not a unicast'
 bad "negative MTU" '"mtu":-1' '^mtu: '

@@ -182,6 +182,30 @@ static void test_duplicate_keys_last_wins(void **state)
 	struct cni_err err = {0};
 	assert_int_equal(json_get_int(j, "a", 0, 0, 10, &v, &err), 1);
 	assert_int_equal(v, 2);
+	assert_true(json_has_duplicate_keys(j));
+	json_free(j);
+
+	/* Reported per object; the last value in the first one's place. */
+	j = parse("{\"s\":{\"x\":\"1\",\"y\":\"2\",\"x\":\"3\"},\"t\":{\"x\":1},"
+		  "\"u\":[{\"k\":1,\"k\":1}]}");
+	assert_false(json_has_duplicate_keys(j));
+	assert_true(json_has_duplicate_keys(json_get(j, "s")));
+	assert_false(json_has_duplicate_keys(json_get(j, "t")));
+	assert_true(json_has_duplicate_keys(json_at(json_get(j, "u"), 0)));
+	assert_false(json_has_duplicate_keys(json_get(j, "u")));
+	char *out = json_dump(json_get(j, "s"), false);
+	assert_string_equal(out, "{\"x\":\"3\",\"y\":\"2\"}");
+	free(out);
+	/* A clone, or a tree built in code, has none. */
+	struct cni_json *c = json_clone(json_get(j, "s"));
+	assert_false(json_has_duplicate_keys(c));
+	json_free(c);
+	struct cni_json *b = json_new(JSON_OBJECT);
+	json_set(b, "x", json_new_int(1));
+	json_set(b, "x", json_new_int(2));
+	assert_false(json_has_duplicate_keys(b));
+	json_free(b);
+	assert_false(json_has_duplicate_keys(NULL));
 	json_free(j);
 }
 

@@ -592,7 +592,7 @@ static void test_macvlan_in_ns(void **state)
 	veth_pair_up(f, "tnlp0", "tnlp1");
 	int parent = ifindex_of(f->na, "tnlp0");
 	struct cni_link_opts o = {.mtu = 1400, .mac = mac2, .ns = f->b};
-	OK(link_add_macvlan(f->na, "tnlm0", parent, LINK_MACVLAN_BRIDGE, &o, &f->err));
+	OK(link_add_macvlan(f->na, "tnlm0", parent, LINK_MACVLAN_BRIDGE, 0, &o, &f->err));
 	struct cni_link m;
 	assert_int_equal(link_get_by_name(f->na, "tnlm0", &m, NULL), -ENODEV);
 	OK(link_get_by_name(f->nb, "tnlm0", &m, &f->err));
@@ -602,12 +602,92 @@ static void test_macvlan_in_ns(void **state)
 	assert_memory_equal(m.mac, mac2, 6);
 	assert_int_equal(m.parent, parent);
 	assert_int_not_equal(m.link_netnsid, -1);
+	/* The kernel's default, or 0 from a kernel without the setting. */
+	assert_true(m.bc_queue_len == 1000 || m.bc_queue_len == 0);
 	OK(link_del(f->nb, m.ifindex, &f->err));
+
+	/* A broadcast queue length, read back (kernels since 5.11). */
+	err_clear(&f->err);
+	int r = link_add_macvlan(f->na, "tnlm1", parent, LINK_MACVLAN_PRIVATE, 700, &o, &f->err);
+	if (r == -EOPNOTSUPP) {
+		print_message("# %s: %s\n", f->err.msg, f->err.details);
+		assert_string_equal(
+		    f->err.msg, "failed to create macvlan tnlm1: kernel lacks macvlan bcqueuelen "
+				"support");
+		assert_int_equal(link_get_by_name(f->nb, "tnlm1", &m, NULL), -ENODEV);
+	} else {
+		assert_int_equal(r, 0);
+		OK(link_get_by_name(f->nb, "tnlm1", &m, &f->err));
+		assert_int_equal(m.mode, LINK_MACVLAN_PRIVATE);
+		assert_int_equal(m.bc_queue_len, 700);
+		OK(link_del(f->nb, m.ifindex, &f->err));
+	}
 
 	assert_int_equal(link_macvlan_mode_parse("passthru"), LINK_MACVLAN_PASSTHRU);
 	assert_int_equal(link_macvlan_mode_parse("nope"), -1);
 	assert_int_equal(link_ipvlan_mode_parse("l3s"), LINK_IPVLAN_L3S);
 	assert_int_equal(link_ipvlan_flags_parse("private"), LINK_IPVLAN_F_PRIVATE);
+}
+
+static void test_alias(void **state)
+{
+	FX();
+	struct cni_veth v = {.name = "tnlal0", .peer = "tnlal1"};
+	OK(link_add_veth(f->na, &v, &f->err));
+	int idx = ifindex_of(f->na, "tnlal0");
+	struct cni_link l;
+	OK(link_get_by_index(f->na, idx, &l, &f->err));
+	assert_string_equal(l.alias, "");
+
+	OK(link_set_alias(f->na, idx, "tnlal0-was-here", &f->err));
+	OK(link_get_by_name(f->na, "tnlal0", &l, &f->err));
+	assert_string_equal(l.alias, "tnlal0-was-here");
+	OK(link_set_alias(f->na, idx, "tnlal0-was-here", &f->err)); /* idempotent */
+
+	/* Dumps carry it too; the other end has none. */
+	struct cni_link *all = NULL;
+	size_t n = 0;
+	int seen = 0;
+	OK(link_list(f->na, &all, &n, &f->err));
+	for (size_t i = 0; i < n; i++) {
+		if (streq(all[i].name, "tnlal0"))
+			seen += streq(all[i].alias, "tnlal0-was-here");
+		if (streq(all[i].name, "tnlal1"))
+			seen += streq(all[i].alias, "");
+	}
+	free(all);
+	assert_int_equal(seen, 2);
+
+	/* It moves with the link (host-device keeps the host name there). */
+	OK(link_set_netns(f->na, idx, f->b, "eth3", &f->err));
+	OK(link_get_by_name(f->nb, "eth3", &l, &f->err));
+	assert_string_equal(l.alias, "tnlal0-was-here");
+
+	/* The longest the kernel keeps, then one byte more. */
+	char longest[LINK_ALIAS_MAX + 1];
+	memset(longest, 'a', sizeof(longest));
+	longest[LINK_ALIAS_MAX - 1] = 0;
+	OK(link_set_alias(f->nb, l.ifindex, longest, &f->err));
+	struct cni_link got;
+	OK(link_get_by_index(f->nb, l.ifindex, &got, &f->err));
+	assert_string_equal(got.alias, longest);
+	longest[LINK_ALIAS_MAX - 1] = 'a';
+	longest[LINK_ALIAS_MAX] = 0;
+	err_clear(&f->err);
+	assert_int_equal(link_set_alias(f->nb, l.ifindex, longest, &f->err), -EINVAL);
+	assert_true(err_isset(&f->err));
+	OK(link_get_by_index(f->nb, l.ifindex, &got, &f->err));
+	assert_int_equal(strlen(got.alias), LINK_ALIAS_MAX - 1);
+
+	/* "" clears, also when already clear. */
+	OK(link_set_alias(f->nb, l.ifindex, "", &f->err));
+	OK(link_get_by_index(f->nb, l.ifindex, &got, &f->err));
+	assert_string_equal(got.alias, "");
+	OK(link_set_alias(f->nb, l.ifindex, "", &f->err));
+
+	err_clear(&f->err);
+	assert_int_equal(link_set_alias(f->nb, 9999, "x", &f->err), -ENODEV);
+	assert_string_equal(f->err.msg, "failed to set the alias of link 9999 to \"x\"");
 }
 
 static void test_set_netns(void **state)
@@ -732,8 +812,15 @@ static void test_kinds(void **state)
 			struct cni_link l;
 			OK(link_get_by_name(f->na, name, &l, &f->err));
 			assert_string_equal(l.kind, k);
-			if (streq(k, "vlan"))
+			if (streq(k, "vlan")) {
 				assert_int_equal(l.vlan_id, 42);
+				/* Priority tagging only: id 0 is valid. */
+				OK(link_add_vlan(f->na, "tnlkvlan0", parent, 0, NULL, &f->err));
+				struct cni_link v0;
+				OK(link_get_by_name(f->na, "tnlkvlan0", &v0, &f->err));
+				assert_int_equal(v0.vlan_id, 0);
+				OK(link_del(f->na, v0.ifindex, &f->err));
+			}
 			if (streq(k, "vrf"))
 				assert_int_equal(l.vrf_table, 100);
 			OK(link_del(f->na, l.ifindex, &f->err));
@@ -744,6 +831,10 @@ static void test_kinds(void **state)
 			assert_int_equal(link_kind_check(f->na, k, &f->err), -EOPNOTSUPP);
 		}
 	}
+	/* 4095 is reserved: refused before the kernel, supported or not. */
+	err_clear(&f->err);
+	assert_int_equal(link_add_vlan(f->na, "tnlkv4095", parent, 4095, NULL, &f->err), -EINVAL);
+	assert_non_null(strstr(f->err.msg, "invalid VLAN id 4095"));
 	/* The probe leaves nothing behind. */
 	struct cni_link *all = NULL;
 	size_t n = 0;
@@ -818,6 +909,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_neigh, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_macvlan_in_ns, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_alias, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_set_netns, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
