@@ -36,8 +36,10 @@
  *    which in the reference fails looking for a plugin named "".
  *  - Contradictory or malformed settings are code 7 naming the field,
  *    before anything changes; the reference reports them as code 999.
- *  - macspoofchk is refused (code 7) until the netfilter layer offers the
- *    bridge-family rules it needs. */
+ *  - macspoofchk lives in our own table "bridge cni" (one rule, and two
+ *    set elements per attachment) instead of the reference's per-container
+ *    chains in "bridge nat"; the effect is the same: a frame entering the
+ *    bridge from the container's port with another source MAC is dropped. */
 #include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -235,10 +237,6 @@ static int br_parse(struct cni_req *req, struct cni_err *err)
 		if (c->hairpin && c->promisc)
 			return json_err_key(err, j, "hairpinMode",
 					    "cannot be set together with promiscMode");
-		if (c->spoofchk)
-			return json_err_key(err, j, "macspoofchk",
-					    "not supported yet (needs nftables bridge-family rules "
-					    "from the netfilter layer)");
 		if (c->is_gw && c->vlan &&
 		    strlen(c->bridge) + 1 + (size_t)snprintf(NULL, 0, "%u", c->vlan) >=
 			LINK_NAME_MAX)
@@ -582,6 +580,26 @@ static int masq_nets(const struct cni_result *r, struct cni_cidr **out)
 	return (int)r->n_ips;
 }
 
+/* The attachment's spoof-check entry: by prevResult's host port and
+ * container MAC (interfaces [bridge, host veth, container]) when given,
+ * else by the attachment's comment. */
+static int spoofchk_del(struct cni_req *req, struct cni_err *err)
+{
+	struct fw_att a = {req->name, req->container_id, req->ifname};
+	const struct cni_result *p = req->prev;
+	int ci = p ? result_find_iface(p, req->ifname, req->netns_path) : -1;
+	if (ci >= 1 && p->ifaces[ci].mac)
+		return fw_spoofchk_del(&a, p->ifaces[ci - 1].name, p->ifaces[ci].mac, err);
+	return fw_spoofchk_del(&a, NULL, NULL, err);
+}
+
+static void undo_spoofchk(struct cni_req *req, void *arg)
+{
+	struct cni_err ignore = {0};
+	struct fw_att a = {req->name, req->container_id, req->ifname};
+	fw_spoofchk_del(&a, NULL, NULL, &ignore);
+}
+
 static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct br_conf *c = req->priv;
@@ -639,6 +657,12 @@ static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	} else if (!c->no_cont_iface && link_set_up(c->cont_nl, p.cont.ifindex, err) < 0) {
 		return -1;
 	}
+	if (c->spoofchk) {
+		struct fw_att a = {req->name, req->container_id, req->ifname};
+		if (fw_spoofchk_add(&a, p.host.name, p.cont.mac_str, err) < 0)
+			return -1;
+		req_push_undo(req, undo_spoofchk, NULL, NULL);
+	}
 
 	if (!c->no_cont_iface) {
 		if (wait_port_up(c, p.host.ifindex, &port, err) < 0)
@@ -687,6 +711,8 @@ static int br_del(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	}
 	if (c->l3 && c->ip_masq &&
 	    fw_masq_del(req->name, req->container_id, req->ifname, nets, n, err) < 0)
+		return -1;
+	if (c->spoofchk && spoofchk_del(req, err) < 0)
 		return -1;
 	return 0;
 }
@@ -766,6 +792,11 @@ static int br_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 	    check_veth(c, prev, ci, &br, &cont, err) < 0 ||
 	    iface_check_ips(c->cont_nl, req->ifname, prev, err) < 0)
 		return -1;
+	if (c->spoofchk && (ci < 1 || fw_spoofchk_check(prev->ifaces[ci - 1].name,
+							  prev->ifaces[ci].mac, err) < 0))
+		return ci < 1 ? err_set(err, CNI_ERR_INTERNAL, "macspoofchk: no host port in "
+								 "prevResult")
+			      : -1;
 	if (c->l3 && c->ip_masq) {
 		_cleanup_free_ struct cni_cidr *nets = NULL;
 		int n = masq_nets(prev, &nets);

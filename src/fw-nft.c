@@ -26,6 +26,7 @@
  * json.c; we write with the nft language, one buffer per transaction. */
 #define CNI_FW_INTERNAL
 #include "fw.h"
+#include "link.h"
 
 #include <errno.h>
 #include <nftables/libnftables.h>
@@ -969,4 +970,113 @@ int fw_nft_filter_del(const struct fw_att *a, struct cni_err *err)
 int fw_nft_filter_gc(const char *net, const struct fw_att *valid, size_t n, struct cni_err *err)
 {
 	return gc_kinds(fw_skel, fw_maps, fw_kinds, 1, net, valid, n, err);
+}
+
+/* macspoofchk (bridge) ---------------------------------------------------
+ *
+ * Table "bridge cni": one base chain at prerouting priority -300 (before
+ * anything else sees the frame, as the reference) with one rule that drops
+ * a frame entering a guarded port from any source MAC but the one allowed
+ * for that port. An attachment is two set elements, so ADD and DEL are one
+ * small transaction each whatever the number of containers; the allowed
+ * element carries "net/id/ifname" as its comment so a DEL without
+ * prevResult can still find it. */
+
+#define SPOOF_SKEL                                                                                 \
+	"add table bridge cni\n"                                                                   \
+	"create chain bridge cni spoofchk { type filter hook prerouting priority -300; "           \
+	"policy accept; }\n"                                                                       \
+	"add set bridge cni guarded { type ifname; }\n"                                            \
+	"add set bridge cni allowed { type ifname . ether_addr; }\n"                               \
+	"add rule bridge cni spoofchk iifname @guarded iifname . ether saddr != @allowed drop\n"
+
+static bool spoof_safe(const char *hostif, const char *mac)
+{
+	uint8_t m[6];
+	return name_is_safe(hostif, 15) && !strpbrk(hostif, "\"\\ ;#{}") && mac &&
+	       link_parse_mac(mac, m) == 0;
+}
+
+int fw_spoofchk_add(const struct fw_att *a, const char *hostif, const char *mac,
+			struct cni_err *err)
+{
+	if (!spoof_safe(hostif, mac))
+		return err_set(err, CNI_ERR_INTERNAL, "macspoofchk: bad interface or MAC");
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	if (!c)
+		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+	/* The skeleton is created once; a concurrent ADD that lost the race
+	 * to create the chain sees EEXIST here, which is fine. */
+	nft_run(c, SPOOF_SKEL, "macspoofchk setup", NULL);
+	_cleanup_free_ char *cmd = xasprintf(
+		"add element bridge cni guarded { \"%s\" }\n"
+		"add element bridge cni allowed { \"%s\" . %s comment \"%s/%s/%s\" }\n",
+		hostif, hostif, mac, a->net, a->id, a->ifname ? a->ifname : "");
+	return nft_run(c, cmd, "macspoofchk", err);
+}
+
+int fw_spoofchk_check(const char *hostif, const char *mac, struct cni_err *err)
+{
+	if (!spoof_safe(hostif, mac))
+		return err_set(err, CNI_ERR_INTERNAL, "macspoofchk: bad interface or MAC");
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	_cleanup_free_ char *cmd =
+		xasprintf("get element bridge cni guarded { \"%s\" }\n"
+			  "get element bridge cni allowed { \"%s\" . %s }\n",
+			  hostif, hostif, mac);
+	if (!c || nft_run_cmd_from_buffer(c, cmd) != 0)
+		return err_set(err, CNI_ERR_INTERNAL,
+			       "macspoofchk: no rule allows %s on %s", mac, hostif);
+	return 0;
+}
+
+/* Delete one element if present: a missing element is success. */
+static void spoof_drop(struct nft_ctx *c, const char *set, const char *key)
+{
+	_cleanup_free_ char *cmd = xasprintf("delete element bridge cni %s { %s }", set, key);
+	nft_run(c, cmd, "macspoofchk", NULL);
+}
+
+int fw_spoofchk_del(const struct fw_att *a, const char *hostif, const char *mac,
+			struct cni_err *err)
+{
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	if (!c)
+		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+	if (!fw_nft_chain_exists("bridge cni", "spoofchk"))
+		return 0;
+	_cleanup_free_ char *key = NULL;
+	if (hostif && mac && spoof_safe(hostif, mac)) {
+		key = xasprintf("\"%s\" . %s", hostif, mac);
+		spoof_drop(c, "allowed", key);
+		_cleanup_free_ char *g = xasprintf("\"%s\"", hostif);
+		spoof_drop(c, "guarded", g);
+		return 0;
+	}
+	/* No prevResult: find the attachment's element by its comment. */
+	bool gone;
+	_cleanup_(json_freep) struct cni_json *j = nft_list("set bridge cni allowed", &gone, err);
+	if (!j)
+		return gone ? 0 : -1;
+	_cleanup_free_ char *tag =
+		xasprintf("%s/%s/%s", a->net, a->id, a->ifname ? a->ifname : "");
+	_cleanup_free_ const struct cni_json **sets = NULL;
+	size_t ns = items(j, "set", &sets);
+	for (size_t i = 0; i < ns; i++) {
+		const struct cni_json *elems = json_get(sets[i], "elem");
+		for (size_t k = 0; k < json_len(elems); k++) {
+			const struct cni_json *e = json_get(json_at(elems, k), "elem");
+			const struct cni_json *cc = json_get(json_get(e, "val"), "concat");
+			const char *ifn = json_str(json_at(cc, 0)), *m = json_str(json_at(cc, 1));
+			if (!streq(json_str(json_get(e, "comment")), tag) || !ifn || !m ||
+			    !spoof_safe(ifn, m))
+				continue;
+			free(key);
+			key = xasprintf("\"%s\" . %s", ifn, m);
+			spoof_drop(c, "allowed", key);
+			_cleanup_free_ char *g = xasprintf("\"%s\"", ifn);
+			spoof_drop(c, "guarded", g);
+		}
+	}
+	return 0;
 }

@@ -142,6 +142,17 @@ int fw_masq_del(const char *net, const char *id, const char *ifname, const struc
 		size_t n, struct cni_err *err);
 int fw_masq_gc(const char *net, const struct fw_att *valid, size_t n_valid, struct cni_err *err);
 
+/* macspoofchk (bridge): frames entering the bridge from host port hostif
+ * must carry source MAC mac (the container's), else they are dropped.
+ * Always nftables (bridge family, table "bridge cni"). Current namespace.
+ * del takes hostif/mac from prevResult; with NULLs it finds the
+ * attachment's entry by its comment. Missing entries are success. */
+int fw_spoofchk_add(const struct fw_att *a, const char *hostif, const char *mac,
+		    struct cni_err *err);
+int fw_spoofchk_check(const char *hostif, const char *mac, struct cni_err *err);
+int fw_spoofchk_del(const struct fw_att *a, const char *hostif, const char *mac,
+		    struct cni_err *err);
+
 /* firewall --------------------------------------------------------------*/
 
 enum fw_ingress {

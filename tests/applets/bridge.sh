@@ -357,13 +357,44 @@ badconf bridge '{"bridge":"tbr/x"}'
 badconf bridge '{"bridge":"tbr0123456789abc"}'
 badconf isGateway '{"isGateway":"yes"}'
 badconf ipMasqBackend '{"ipMasq":true,"ipMasqBackend":"pf"}'
-badconf macspoofchk '{"macspoofchk":true}'
+badconf macspoofchk '{"macspoofchk":"yes"}'
 badconf runtimeConfig.mac '{"runtimeConfig":{"mac":"not-a-mac"}}'
 badconf args.cni.mac '{"args":{"cni":{"mac":"01:00:5e:00:00:01"}}}'
 badconf 'ipam.type' '{"ipam":{"type":"../host-local"}}'
 badconf 'CNI_ARGS' '{}' 'FOO=bar'
 t_is "bad configs changed nothing on the host" "$(host_state)" "$before"
 t_is "bad configs created nothing in the container" "$(ip -n "${ns8##*/}" -o link | grep -c .)" 1
+
+# macspoofchk: frames from the container's port with another source MAC
+# are dropped at the bridge; the entries go with DEL.
+ns9=$(t_netns b9)
+sc=$(conf '{"macspoofchk":true}')
+add "$ns9" eth0 spoof "$sc"
+t_added "macspoofchk ADD"
+sres=$OUT
+smac=$(jq -r '.interfaces[2].mac' <<<"$sres")
+shost=$(jq -r '.interfaces[1].name' <<<"$sres")
+t_ok "macspoofchk: the container reaches the gateway" ping4 "$ns9" 10.200.60.1
+t_like "macspoofchk: the port and MAC are allowed" "$(nft list set bridge cni allowed 2>&1)" "\"$shost\" \\. $smac"
+cni_run bridge CHECK "$ns9" eth0 spoof <<<"$(with_prev "$sc" "$sres")"
+t_is "macspoofchk: CHECK passes" "$RC:$OUT" "0:"
+ip -n "${ns9##*/}" link set eth0 address 02:00:00:00:66:66
+ip -n "${ns9##*/}" neigh flush all
+t_nok "macspoofchk: a spoofed source MAC is dropped" ping4 "$ns9" 10.200.60.1
+ip -n "${ns9##*/}" link set eth0 address "$smac"
+ip -n "${ns9##*/}" neigh flush all
+t_ok "macspoofchk: the real MAC passes again" ping4 "$ns9" 10.200.60.1
+del "$ns9" eth0 spoof "$(with_prev "$sc" "$sres")"
+t_is "macspoofchk: DEL" "$RC:$OUT" "0:"
+t_unlike "macspoofchk: DEL removed the entry" "$(nft list set bridge cni allowed 2>&1)" "$shost"
+cni_run bridge CHECK "$ns9" eth0 spoof <<<"$(with_prev "$sc" "$sres")"
+t_like "macspoofchk: CHECK after DEL fails" "$RC" '^[1-9]'
+add "$ns9" eth0 spoof2 "$sc"
+t_added "macspoofchk: ADD again"
+shost=$(jq -r '.interfaces[1].name' <<<"$OUT")
+del "$ns9" eth0 spoof2 "$sc"
+t_is "macspoofchk: DEL without prevResult" "$RC:$OUT" "0:"
+t_unlike "macspoofchk: ... finds the entry by its comment" "$(nft list set bridge cni allowed 2>&1)" "$shost"
 
 # libcni drives bridge (and our host-local) through symlinks --------------
 drv="$CNI_BUILD/tests/libcni-driver"
