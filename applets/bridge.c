@@ -258,43 +258,6 @@ static int open_host(struct br_conf *c, struct cni_err *err)
 	return c->host_nl ? 0 : -1;
 }
 
-/* The container namespace and a socket in it. On DEL a namespace that is
- * gone returns 0 with *gone. */
-static int open_cont(struct cni_req *req, struct br_conf *c, bool *gone, struct cni_err *err)
-{
-	bool g = false;
-	struct cni_netns *ns = req_netns(req, &g, err);
-	if (gone)
-		*gone = g;
-	if (!ns)
-		return g ? 0 : -1;
-	if (!c->cont_nl)
-		c->cont_nl = netlink_open(ns, err);
-	return c->cont_nl ? 0 : -1;
-}
-
-/* Undo steps --------------------------------------------------------------*/
-
-static void undo_link(struct cni_req *req, void *arg)
-{
-	struct br_conf *c = req->priv;
-	struct cni_err ignore = {0};
-	link_del(c->host_nl, *(int *)arg, &ignore);
-}
-
-static void undo_ipam(struct cni_req *req, void *arg)
-{
-	struct cni_result *r = NULL;
-	struct cni_err ignore = {0};
-	ipam_exec(req, CNI_CMD_DEL, &r, &ignore);
-	result_free(r);
-}
-
-static void undo_masq(struct cni_req *req, void *arg)
-{
-	struct cni_err ignore = {0};
-	fw_masq_del(req->name, req->container_id, req->ifname, NULL, 0, &ignore);
-}
 
 /* ADD ----------------------------------------------------------------------*/
 
@@ -572,14 +535,6 @@ static void cont_sysctls(struct cni_req *req, struct br_conf *c)
 	sysctl_set_in(req->ns, key, "1", &ignore);
 }
 
-static int masq_nets(const struct cni_result *r, struct cni_cidr **out)
-{
-	*out = xcalloc(r->n_ips + 1, sizeof(**out));
-	for (size_t i = 0; i < r->n_ips; i++)
-		(*out)[i] = r->ips[i].address;
-	return (int)r->n_ips;
-}
-
 /* The attachment's spoof-check entry: by prevResult's host port and
  * container MAC (interfaces [bridge, host veth, container]) when given,
  * else by the attachment's comment. */
@@ -609,27 +564,21 @@ static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	_cleanup_free_ struct cni_cidr *gws = NULL;
 	size_t n_gws = 0;
 
-	if (open_host(c, err) < 0 || open_cont(req, c, NULL, err) < 0)
+	if (open_host(c, err) < 0 || iface_open_cont(req, &c->cont_nl, NULL, err) < 0)
 		return -1;
 	if (ensure_bridge(c, &br, err) < 0)
 		return -1;
 	if (iface_add_veth(c->host_nl, c->cont_nl, req->ns, req->ifname, c->mtu,
 			   c->has_mac ? c->mac : NULL, &p, err) < 0)
 		return -1;
-	int *undo_idx = xmalloc(sizeof(int));
-	*undo_idx = p.host.ifindex;
-	req_push_undo(req, undo_link, undo_idx, free);
+	iface_push_undo_link(req, c->host_nl, p.host.ifindex);
 	if (setup_port(c, &br, &p.host, c->vlan, c->trunk, c->n_trunk, c->hairpin, c->isolate,
 		       err) < 0)
 		return err_append(err, "failed to connect %s to bridge %s", p.host.name, c->bridge);
 
 	if (c->l3) {
-		if (ipam_exec(req, CNI_CMD_ADD, &r, err) < 0)
+		if (iface_ipam_add(req, &r, err) < 0)
 			return -1;
-		req_push_undo(req, undo_ipam, NULL, NULL);
-		if (r->n_ips == 0)
-			return err_set(err, CNI_ERR_INTERNAL,
-				       "IPAM plugin returned missing IP config");
 		iface_result_from_ipam(r);
 	} else {
 		r = result_new(req->version);
@@ -646,14 +595,8 @@ static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 			return -1;
 		if (c->is_gw && set_gateways(c, &br, r, gws, n_gws, err) < 0)
 			return -1;
-		if (c->ip_masq) {
-			_cleanup_free_ struct cni_cidr *nets = NULL;
-			int n = masq_nets(r, &nets);
-			if (fw_masq_add(req->name, req->container_id, req->ifname, nets, (size_t)n,
-					c->masq_backend, err) < 0)
-				return -1;
-			req_push_undo(req, undo_masq, NULL, NULL);
-		}
+		if (c->ip_masq && iface_masq_add(req, r, c->masq_backend, err) < 0)
+			return -1;
 	} else if (!c->no_cont_iface && link_set_up(c->cont_nl, p.cont.ifindex, err) < 0) {
 		return -1;
 	}
@@ -679,11 +622,7 @@ static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	free(r->ifaces[0].mac);
 	r->ifaces[0].mac = xstrdup(br.mac_str);
 
-	if (iface_dns_set(&c->dns)) {
-		dns_clear(&r->dns);
-		dns_copy(&r->dns, &c->dns);
-	}
-	iface_result_set(res, r, req->version);
+	iface_result_finish(res, r, &c->dns, req->version);
 	return 0;
 }
 
@@ -692,23 +631,18 @@ static int br_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 static int br_del(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct br_conf *c = req->priv;
-	struct cni_result *ir = NULL;
 	_cleanup_free_ struct cni_cidr *nets = NULL;
 	size_t n = 0;
 	bool gone = false;
 
-	if (open_cont(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->cont_nl, &gone, err) < 0 && !gone)
 		return -1;
 	/* The interface first, then the reservation, as the reference: an
 	 * address is never handed out while still configured. */
 	if (!gone && iface_del(c->cont_nl, req->ifname, &nets, &n, err) < 0)
 		return -1;
-	if (c->l3) {
-		int rc = ipam_exec(req, CNI_CMD_DEL, &ir, err);
-		result_free(ir);
-		if (rc < 0)
-			return -1;
-	}
+	if (c->l3 && iface_ipam_run(req, CNI_CMD_DEL, err) < 0)
+		return -1;
 	if (c->l3 && c->ip_masq &&
 	    fw_masq_del(req->name, req->container_id, req->ifname, nets, n, err) < 0)
 		return -1;
@@ -775,15 +709,10 @@ static int br_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 	const struct cni_result *prev = req->prev;
 	struct cni_link br, cont;
 
-	if (open_host(c, err) < 0 || open_cont(req, c, NULL, err) < 0)
+	if (open_host(c, err) < 0 || iface_open_cont(req, &c->cont_nl, NULL, err) < 0)
 		return -1;
-	if (c->l3) {
-		struct cni_result *ir = NULL;
-		int rc = ipam_exec(req, CNI_CMD_CHECK, &ir, err);
-		result_free(ir);
-		if (rc < 0)
-			return -1;
-	}
+	if (c->l3 && iface_ipam_run(req, CNI_CMD_CHECK, err) < 0)
+		return -1;
 	if (!prev)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
 	int ci = iface_check_find(prev, req->ifname, req->netns_path, err);
@@ -797,13 +726,8 @@ static int br_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 		return ci < 1 ? err_set(err, CNI_ERR_INTERNAL, "macspoofchk: no host port in "
 								 "prevResult")
 			      : -1;
-	if (c->l3 && c->ip_masq) {
-		_cleanup_free_ struct cni_cidr *nets = NULL;
-		int n = masq_nets(prev, &nets);
-		if (fw_masq_check(req->name, req->container_id, req->ifname, nets, (size_t)n,
-				  c->masq_backend, err) < 0)
-			return -1;
-	}
+	if (c->l3 && c->ip_masq && iface_masq_check(req, prev, c->masq_backend, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -812,30 +736,20 @@ static int br_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 static int br_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct br_conf *c = req->priv;
-	struct cni_result *ir = NULL;
 	if (!c->l3)
 		return 0;
-	int rc = ipam_exec(req, CNI_CMD_STATUS, &ir, err);
-	result_free(ir);
-	return rc;
+	return iface_ipam_run(req, CNI_CMD_STATUS, err);
 }
 
 static int br_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct br_conf *c = req->priv;
-	struct cni_result *ir = NULL;
 	if (!c->l3)
 		return 0;
-	if (ipam_exec(req, CNI_CMD_GC, &ir, err) < 0)
+	if (iface_ipam_run(req, CNI_CMD_GC, err) < 0)
 		return -1;
-	result_free(ir);
-	if (c->ip_masq) {
-		_cleanup_free_ struct fw_att *valid = NULL;
-		size_t n = 0;
-		if (fw_parse_attachments(req->conf, req->name, &valid, &n, err) < 0 ||
-		    fw_masq_gc(req->name, valid, n, err) < 0)
-			return -1;
-	}
+	if (c->ip_masq && fw_gc_valid(req->conf, req->name, fw_masq_gc, err) < 0)
+		return -1;
 	return 0;
 }
 

@@ -159,18 +159,13 @@ static int fwp_del(struct cni_req *req, struct cni_result *res, struct cni_err *
 
 static int fwp_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
-	_cleanup_free_ struct fw_att *valid = NULL;
-	size_t n = 0;
-	if (fw_parse_attachments(req->conf, req->name, &valid, &n, err) < 0)
-		return -1;
-	return fw_filter_gc(req->name, valid, n, err);
+	return fw_gc_valid(req->conf, req->name, fw_filter_gc, err);
 }
 
 static int fwp_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct fwp_conf *c = req->priv;
-	enum fw_backend b = c->backend;
-	return fw_backend_resolve(&b, err);
+	return fw_backend_status(c->backend, err);
 }
 
 const struct cni_applet firewall_applet = {

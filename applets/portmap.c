@@ -320,18 +320,13 @@ static int pm_del(struct cni_req *req, struct cni_result *res, struct cni_err *e
 
 static int pm_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
-	_cleanup_free_ struct fw_att *valid = NULL;
-	size_t n = 0;
-	if (fw_parse_attachments(req->conf, req->name, &valid, &n, err) < 0)
-		return -1;
-	return fw_portmap_gc(req->name, valid, n, err);
+	return fw_gc_valid(req->conf, req->name, fw_portmap_gc, err);
 }
 
 static int pm_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct pm_conf *c = req->priv;
-	enum fw_backend b = c->backend;
-	return fw_backend_resolve(&b, err);
+	return fw_backend_status(c->backend, err);
 }
 
 const struct cni_applet portmap_applet = {

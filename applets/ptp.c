@@ -93,40 +93,16 @@ static int ptp_parse(struct cni_req *req, struct cni_err *err)
 	return 0;
 }
 
+/* Both sockets; on DEL a namespace already gone is 0 with *gone. */
 static int open_socks(struct cni_req *req, struct ptp_conf *c, bool *gone, struct cni_err *err)
 {
 	bool g = false;
 	if (!c->host_nl && !(c->host_nl = netlink_open(NULL, err)))
 		return -1;
-	struct cni_netns *ns = req_netns(req, &g, err);
+	int rc = iface_open_cont(req, &c->cont_nl, &g, err);
 	if (gone)
 		*gone = g;
-	if (!ns)
-		return g ? 0 : -1;
-	if (!c->cont_nl)
-		c->cont_nl = netlink_open(ns, err);
-	return c->cont_nl ? 0 : -1;
-}
-
-static void undo_link(struct cni_req *req, void *arg)
-{
-	struct ptp_conf *c = req->priv;
-	struct cni_err ignore = {0};
-	link_del(c->host_nl, *(int *)arg, &ignore);
-}
-
-static void undo_ipam(struct cni_req *req, void *arg)
-{
-	struct cni_result *r = NULL;
-	struct cni_err ignore = {0};
-	ipam_exec(req, CNI_CMD_DEL, &r, &ignore);
-	result_free(r);
-}
-
-static void undo_masq(struct cni_req *req, void *arg)
-{
-	struct cni_err ignore = {0};
-	fw_masq_del(req->name, req->container_id, req->ifname, NULL, 0, &ignore);
+	return rc < 0 && !g ? -1 : 0;
 }
 
 static struct cni_cidr host_prefix(const struct cni_ip *ip)
@@ -219,13 +195,8 @@ static int ptp_add(struct cni_req *req, struct cni_result *res, struct cni_err *
 	struct cni_veth_pair p;
 	char buf[CIDR_STRLEN];
 
-	if (open_socks(req, c, NULL, err) < 0)
+	if (open_socks(req, c, NULL, err) < 0 || iface_ipam_add(req, &r, err) < 0)
 		return -1;
-	if (ipam_exec(req, CNI_CMD_ADD, &r, err) < 0)
-		return -1;
-	req_push_undo(req, undo_ipam, NULL, NULL);
-	if (r->n_ips == 0)
-		return err_set(err, CNI_ERR_INTERNAL, "IPAM plugin returned missing IP config");
 	for (size_t i = 0; i < r->n_ips; i++)
 		if (r->ips[i].gateway.family != r->ips[i].address.ip.family)
 			return err_set(
@@ -238,9 +209,7 @@ static int ptp_add(struct cni_req *req, struct cni_result *res, struct cni_err *
 
 	if (iface_add_veth(c->host_nl, c->cont_nl, req->ns, req->ifname, c->mtu, NULL, &p, err) < 0)
 		return -1;
-	int *undo_idx = xmalloc(sizeof(int));
-	*undo_idx = p.host.ifindex;
-	req_push_undo(req, undo_link, undo_idx, free);
+	iface_push_undo_link(req, c->host_nl, p.host.ifindex);
 
 	iface_result_from_ipam(r);
 	result_add_iface(r, p.host.name, p.host.mac_str, NULL);
@@ -251,20 +220,9 @@ static int ptp_add(struct cni_req *req, struct cni_result *res, struct cni_err *
 	if (setup_container(req, c, p.cont.ifindex, r, err) < 0 ||
 	    setup_host(c, &p.host, r, err) < 0)
 		return -1;
-	if (c->ip_masq) {
-		_cleanup_free_ struct cni_cidr *nets = xcalloc(r->n_ips + 1, sizeof(*nets));
-		for (size_t i = 0; i < r->n_ips; i++)
-			nets[i] = r->ips[i].address;
-		if (fw_masq_add(req->name, req->container_id, req->ifname, nets, r->n_ips,
-				c->masq_backend, err) < 0)
-			return -1;
-		req_push_undo(req, undo_masq, NULL, NULL);
-	}
-	if (iface_dns_set(&c->dns)) {
-		dns_clear(&r->dns);
-		dns_copy(&r->dns, &c->dns);
-	}
-	iface_result_set(res, r, req->version);
+	if (c->ip_masq && iface_masq_add(req, r, c->masq_backend, err) < 0)
+		return -1;
+	iface_result_finish(res, r, &c->dns, req->version);
 	return 0;
 }
 
@@ -275,13 +233,8 @@ static int ptp_del(struct cni_req *req, struct cni_result *res, struct cni_err *
 	size_t n = 0;
 	bool gone = false;
 
-	if (c->l3) {
-		struct cni_result *ir = NULL;
-		int rc = ipam_exec(req, CNI_CMD_DEL, &ir, err);
-		result_free(ir);
-		if (rc < 0)
-			return -1;
-	}
+	if (c->l3 && iface_ipam_run(req, CNI_CMD_DEL, err) < 0)
+		return -1;
 	if (open_socks(req, c, &gone, err) < 0)
 		return -1;
 	if (!gone && iface_del(c->cont_nl, req->ifname, &nets, &n, err) < 0)
@@ -295,13 +248,8 @@ static int ptp_check(struct cni_req *req, struct cni_result *res, struct cni_err
 {
 	struct ptp_conf *c = req->priv;
 	const struct cni_result *prev = req->prev;
-	struct cni_result *ir = NULL;
 
-	if (open_socks(req, c, NULL, err) < 0)
-		return -1;
-	int rc = ipam_exec(req, CNI_CMD_CHECK, &ir, err);
-	result_free(ir);
-	if (rc < 0)
+	if (open_socks(req, c, NULL, err) < 0 || iface_ipam_run(req, CNI_CMD_CHECK, err) < 0)
 		return -1;
 	if (!prev)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
@@ -309,41 +257,23 @@ static int ptp_check(struct cni_req *req, struct cni_result *res, struct cni_err
 	if (ci < 0 || iface_check_link(c->cont_nl, &prev->ifaces[ci], "veth", NULL, err) < 0 ||
 	    iface_check_ips(c->cont_nl, req->ifname, prev, err) < 0)
 		return -1;
-	if (c->ip_masq) {
-		_cleanup_free_ struct cni_cidr *nets = xcalloc(prev->n_ips + 1, sizeof(*nets));
-		for (size_t i = 0; i < prev->n_ips; i++)
-			nets[i] = prev->ips[i].address;
-		if (fw_masq_check(req->name, req->container_id, req->ifname, nets, prev->n_ips,
-				  c->masq_backend, err) < 0)
-			return -1;
-	}
+	if (c->ip_masq && iface_masq_check(req, prev, c->masq_backend, err) < 0)
+		return -1;
 	return 0;
 }
 
 static int ptp_status(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
-	struct cni_result *ir = NULL;
-	int rc = ipam_exec(req, CNI_CMD_STATUS, &ir, err);
-	result_free(ir);
-	return rc;
+	return iface_ipam_run(req, CNI_CMD_STATUS, err);
 }
 
 static int ptp_gc(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	struct ptp_conf *c = req->priv;
-	struct cni_result *ir = NULL;
-	if (c->l3) {
-		if (ipam_exec(req, CNI_CMD_GC, &ir, err) < 0)
-			return -1;
-		result_free(ir);
-	}
-	if (c->ip_masq) {
-		_cleanup_free_ struct fw_att *valid = NULL;
-		size_t n = 0;
-		if (fw_parse_attachments(req->conf, req->name, &valid, &n, err) < 0 ||
-		    fw_masq_gc(req->name, valid, n, err) < 0)
-			return -1;
-	}
+	if (c->l3 && iface_ipam_run(req, CNI_CMD_GC, err) < 0)
+		return -1;
+	if (c->ip_masq && fw_gc_valid(req->conf, req->name, fw_masq_gc, err) < 0)
+		return -1;
 	return 0;
 }
 

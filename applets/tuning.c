@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 
 #include "applet.h"
+#include "iface.h"
 #include "link.h"
 #include "netlink.h"
 #include "plugin.h"
@@ -408,16 +409,6 @@ static bool tn_link_needed(const struct tn_conf *c)
 	       c->rename;
 }
 
-static int tn_open(struct cni_req *req, struct tn_conf *c, bool *gone, struct cni_err *err)
-{
-	struct cni_netns *ns = req_netns(req, gone, err);
-	if (!ns)
-		return -1;
-	if (!c->nl && !(c->nl = netlink_open(ns, err)))
-		return -1;
-	return 0;
-}
-
 /* The backup: the reference's fields for the link attributes, plus ours
  * for the rename and the sysctls ({"path": {"old": .., "new": ..}}). */
 static struct cni_json *tn_backup_new(const struct tn_conf *c, const struct cni_link *l,
@@ -493,7 +484,7 @@ static int tn_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 			       "prevResult: missing (tuning must be chained after an interface "
 			       "plugin)");
 	bool gone = false;
-	if (tn_open(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0)
 		return -1;
 
 	struct cni_link l = {0};
@@ -637,7 +628,7 @@ static int tn_del(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	if (!c->backup || read_state_file(c->backup, 1 << 20, &text, &len) < 0)
 		return 0; /* nothing was saved: nothing to restore */
 	bool gone = false;
-	if (tn_open(req, c, &gone, err) < 0) {
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0) {
 		if (!gone)
 			return -1;
 	} else {
@@ -660,7 +651,7 @@ static int tn_check(struct cni_req *req, struct cni_result *res, struct cni_err 
 	if (!req->prev)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
 	bool gone = false;
-	if (tn_open(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0)
 		return -1;
 	for (size_t i = 0; i < c->n_sysctls; i++) {
 		char now[TN_VALUE_MAX];

@@ -28,6 +28,7 @@
 
 #include "addr.h"
 #include "applet.h"
+#include "iface.h"
 #include "link.h"
 #include "netlink.h"
 #include "plugin.h"
@@ -65,16 +66,6 @@ static int vrf_parse(struct cni_req *req, struct cni_err *err)
 	if (json_get_uint(req->conf, "table", 0, UINT32_MAX, &c->table, err) < 0)
 		return -1;
 	req->priv = TAKE_PTR(c);
-	return 0;
-}
-
-static int vrf_open(struct cni_req *req, struct vrf_conf *c, bool *gone, struct cni_err *err)
-{
-	struct cni_netns *ns = req_netns(req, gone, err);
-	if (!ns)
-		return -1;
-	if (!c->nl && !(c->nl = netlink_open(ns, err)))
-		return -1;
 	return 0;
 }
 
@@ -245,7 +236,7 @@ static int vrf_add(struct cni_req *req, struct cni_result *res, struct cni_err *
 		    err, CNI_ERR_INVALID_CONFIG,
 		    "prevResult: missing (vrf must be chained after an interface plugin)");
 	bool gone = false;
-	if (vrf_open(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0)
 		return -1;
 	struct cni_link vrf;
 	int r = vrf_find(c, &vrf, err);
@@ -264,7 +255,7 @@ static int vrf_del(struct cni_req *req, struct cni_result *res, struct cni_err *
 {
 	struct vrf_conf *c = req->priv;
 	bool gone = false;
-	if (vrf_open(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0)
 		return gone ? 0 : -1;
 	struct cni_link vrf, l;
 	int r = vrf_find(c, &vrf, err);
@@ -293,7 +284,7 @@ static int vrf_check(struct cni_req *req, struct cni_result *res, struct cni_err
 	if (!req->prev)
 		return err_set(err, CNI_ERR_INVALID_CONFIG, "prevResult: required for CHECK");
 	bool gone = false;
-	if (vrf_open(req, c, &gone, err) < 0)
+	if (iface_open_cont(req, &c->nl, &gone, err) < 0)
 		return -1;
 	struct cni_link vrf, l;
 	int r = vrf_find(c, &vrf, err);

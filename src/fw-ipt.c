@@ -67,8 +67,30 @@ static const char *tool(int family, const char *what)
 	return buf;
 }
 
-/* Split one saved rule into words, honouring "..." with \-escapes. Returns
- * the word after "-j" (owned), or NULL. */
+/* The word of a saved rule starting at p, "..." unquoted with \-escapes:
+ * owned in *out; returns where it ends. */
+static const char *spec_word(const char *p, char **out)
+{
+	struct fw_buf w = {0};
+	fw_buf_add(&w, "%s", "");
+	if (*p == '"') {
+		for (p++; *p && *p != '"'; p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			fw_buf_add(&w, "%c", *p);
+		}
+		if (*p)
+			p++;
+	} else {
+		while (*p && *p != ' ')
+			fw_buf_add(&w, "%c", *p++);
+	}
+	*out = w.s;
+	return p;
+}
+
+/* Split one saved rule into words. Returns the word after "-j" (owned),
+ * or NULL. */
 static char *spec_target(const char *spec)
 {
 	const char *p = spec;
@@ -78,24 +100,12 @@ static char *spec_target(const char *spec)
 			p++;
 		if (!*p)
 			break;
-		struct fw_buf w = {0};
-		fw_buf_add(&w, "%s", "");
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++) {
-				if (*p == '\\' && p[1])
-					p++;
-				fw_buf_add(&w, "%c", *p);
-			}
-			if (*p)
-				p++;
-		} else {
-			while (*p && *p != ' ')
-				fw_buf_add(&w, "%c", *p++);
-		}
+		char *w;
+		p = spec_word(p, &w);
 		if (want)
-			return w.s;
-		want = streq(w.s, "-j") || streq(w.s, "-g");
-		fw_buf_free(&w);
+			return w;
+		want = streq(w, "-j") || streq(w, "-g");
+		free(w);
 	}
 	return NULL;
 }
@@ -233,6 +243,26 @@ static int itab_commit(struct itab *t, int family, bool test, struct cni_err *er
 	return r == 0 ? 0 : -1;
 }
 
+/* A read-modify-write of one table, serialised with other cni processes:
+ * itab_begin takes the lock and loads table into t (0, or -1 with err);
+ * itab_end commits t when r is 0, frees it, unlocks and returns the
+ * outcome. Call itab_end whatever itab_begin returned. */
+static int itab_begin(struct itab *t, int family, const char *table, int *lock,
+		      struct cni_err *err)
+{
+	*lock = fw_lock();
+	return itab_load(t, family, table, err);
+}
+
+static int itab_end(struct itab *t, int family, int r, int lock, struct cni_err *err)
+{
+	if (r == 0)
+		r = itab_commit(t, family, false, err);
+	itab_free(t);
+	fw_unlock(lock);
+	return r;
+}
+
 /* A token as iptables-save writes it: bare if only [-_A-Za-z0-9], else in
  * double quotes with ", \ and ' escaped. */
 static void add_quoted(struct fw_buf *b, const char *s)
@@ -358,19 +388,6 @@ int fw_ipt_check_conditions(int family, const char *const *cond, size_t n, const
 
 /* portmap ---------------------------------------------------------------*/
 
-static const char *proto_name(int p)
-{
-	return p == IPPROTO_UDP ? "udp" : p == IPPROTO_SCTP ? "sctp" : "tcp";
-}
-
-static bool ip_unspecified(const struct cni_ip *ip)
-{
-	for (int i = 0; i < ip_len(ip); i++)
-		if (ip->a[i])
-			return false;
-	return true;
-}
-
 static char *dnat_comment(const struct fw_att *a)
 {
 	char *c = xasprintf("dnat name: \"%s\" id: \"%s\"", a->net, a->id);
@@ -401,10 +418,10 @@ static size_t dn_rules(const struct fw_pm_conf *c, int family, char ***out)
 		if (ip_isset(&m->host_ip)) {
 			if (m->host_ip.family != family)
 				continue;
-			if (!ip_unspecified(&m->host_ip))
+			if (!fw_ip_unspecified(&m->host_ip))
 				snprintf(dst, sizeof(dst), "-d %s ", host_cidr(&m->host_ip, h));
 		}
-		const char *p = proto_name(m->proto);
+		const char *p = fw_proto_name(m->proto);
 		if (c->snat) {
 			v[n++] = xasprintf("%s%s-p %s -m %s --dport %u -j %s", src, dst, p, p,
 					   m->host_port, setmark);
@@ -460,7 +477,7 @@ static size_t dn_entries(const struct fw_pm_conf *c, int family, const char *cha
 					fw_buf_add(&r, " ");
 				}
 				fw_buf_add(&r, "-p %s %s -m multiport --dports %s -j %s",
-					   proto_name(protos[p]), carg, ports.s, chain);
+					   fw_proto_name(protos[p]), carg, ports.s, chain);
 				v[n++] = r.s;
 				fw_buf_free(&ports);
 				in_group = 0;
@@ -483,8 +500,7 @@ int fw_ipt_portmap_add(int family, const struct fw_pm_conf *c, struct cni_err *e
 	struct itab t;
 	char dn[29];
 	fw_chain_name("DN-", c->att.net, c->att.id, dn);
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		if (c->snat && !c->setmark_chain) {
 			_cleanup_free_ char *mark = mark_arg(c->mark_bit);
@@ -525,11 +541,8 @@ int fw_ipt_portmap_add(int family, const struct fw_pm_conf *c, struct cni_err *e
 			fw_buf_add(&t.body, "-A " HOSTPORT_DNAT " %s\n", entries[i]);
 		strv_free(rules, nr);
 		strv_free(entries, ne);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 int fw_ipt_portmap_check(int family, const struct fw_pm_conf *c, struct cni_err *err)
@@ -568,16 +581,12 @@ int fw_ipt_portmap_del(int family, const struct fw_att *a, struct cni_err *err)
 	fw_chain_name("DN-", a->net, a->id, dn);
 	/* Chains of older reference versions, in case ADD predates us. */
 	fw_chain_name("SN-", a->net, a->id, sn);
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		drop_chain(&t, dn);
 		drop_chain(&t, sn);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 /* The container id of a reference DNAT comment for network net, or NULL.
@@ -587,20 +596,9 @@ static char *comment_field(const char *spec)
 	const char *p = strstr(spec, "--comment ");
 	if (!p)
 		return NULL;
-	p += strlen("--comment ");
-	struct fw_buf w = {0};
-	fw_buf_add(&w, "%s", "");
-	if (*p == '"') {
-		for (p++; *p && *p != '"'; p++) {
-			if (*p == '\\' && p[1])
-				p++;
-			fw_buf_add(&w, "%c", *p);
-		}
-	} else {
-		while (*p && *p != ' ')
-			fw_buf_add(&w, "%c", *p++);
-	}
-	return w.s;
+	char *w;
+	spec_word(p + strlen("--comment "), &w);
+	return w;
 }
 
 static bool id_valid(const char *id, const struct fw_att *valid, size_t n)
@@ -639,16 +637,12 @@ int fw_ipt_portmap_gc(int family, const char *net, const struct fw_att *valid, s
 		      struct cni_err *err)
 {
 	struct itab t;
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		_cleanup_free_ char *prefix = xasprintf("dnat name: \"%s\" id: \"", net);
 		gc_by_comment(&t, HOSTPORT_DNAT, prefix, "\"", "CNI-DN-", valid, n);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 /* ipMasq ----------------------------------------------------------------*/
@@ -674,16 +668,22 @@ static void masq_rules(const struct cni_cidr *ipn, const char *chain, const char
 	r[2] = xasprintf("-s %s %s -j %s", host_cidr(&ipn->ip, h), carg, chain);
 }
 
+/* The attachment's chain name, and the comment argument of its rules
+ * (owned). */
+static char *masq_chain(const struct fw_att *a, char chain[29])
+{
+	fw_chain_name("", a->net, a->id, chain);
+	_cleanup_free_ char *comment = masq_comment(a);
+	return comment_arg(comment);
+}
+
 int fw_ipt_masq_add(int family, const struct fw_att *a, const struct cni_cidr *nets, size_t n,
 		    struct cni_err *err)
 {
 	struct itab t;
 	char chain[29];
-	fw_chain_name("", a->net, a->id, chain);
-	_cleanup_free_ char *comment = masq_comment(a);
-	_cleanup_free_ char *carg = comment_arg(comment);
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	_cleanup_free_ char *carg = masq_chain(a, chain);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		ensure_chain(&t, chain);
 		for (size_t i = 0; i < n; i++) {
@@ -697,11 +697,8 @@ int fw_ipt_masq_add(int family, const struct fw_att *a, const struct cni_cidr *n
 			for (int k = 0; k < 3; k++)
 				free(rules[k]);
 		}
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 int fw_ipt_masq_check(int family, const struct fw_att *a, const struct cni_cidr *nets, size_t n,
@@ -709,9 +706,7 @@ int fw_ipt_masq_check(int family, const struct fw_att *a, const struct cni_cidr 
 {
 	struct itab t;
 	char chain[29];
-	fw_chain_name("", a->net, a->id, chain);
-	_cleanup_free_ char *comment = masq_comment(a);
-	_cleanup_free_ char *carg = comment_arg(comment);
+	_cleanup_free_ char *carg = masq_chain(a, chain);
 	int r = itab_load(&t, family, "nat", err);
 	if (r == 0 && !has_chain(&t, chain))
 		r = err_set(err, CNI_ERR_INTERNAL, "chain %s not found in iptables table nat",
@@ -737,15 +732,11 @@ int fw_ipt_masq_del(int family, const struct fw_att *a, struct cni_err *err)
 	struct itab t;
 	char chain[29];
 	fw_chain_name("", a->net, a->id, chain);
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		drop_chain(&t, chain);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 int fw_ipt_masq_gc(int family, const char *net, const struct fw_att *valid, size_t n,
@@ -754,8 +745,7 @@ int fw_ipt_masq_gc(int family, const char *net, const struct fw_att *valid, size
 	/* The reference cannot GC its ipMasq chains; their POSTROUTING rule
 	 * carries name and id in its comment, which is enough for us. */
 	struct itab t;
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "nat", err);
+	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		struct fw_buf p = {0};
 		fw_buf_add(&p, "name: ");
@@ -763,11 +753,8 @@ int fw_ipt_masq_gc(int family, const char *net, const struct fw_att *valid, size
 		fw_buf_add(&p, " id: \"");
 		gc_by_comment(&t, "POSTROUTING", p.s, "\"", "CNI-", valid, n);
 		fw_buf_free(&p);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 /* firewall --------------------------------------------------------------*/
@@ -819,8 +806,7 @@ static void isolation(struct itab *t, const struct fw_filter_conf *c)
 int fw_ipt_filter_add(int family, const struct fw_filter_conf *c, struct cni_err *err)
 {
 	struct itab t;
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "filter", err);
+	int lock, r = itab_begin(&t, family, "filter", &lock, err);
 	if (r == 0) {
 		_cleanup_free_ char *admin = admin_rule(c);
 		const char *adm = c->admin_chain ? c->admin_chain : "CNI-ADMIN";
@@ -840,11 +826,8 @@ int fw_ipt_filter_add(int family, const struct fw_filter_conf *c, struct cni_err
 		}
 		if (c->ingress != FW_INGRESS_OPEN && c->bridge)
 			isolation(&t, c);
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }
 
 int fw_ipt_filter_check(int family, const struct fw_filter_conf *c, struct cni_err *err)
@@ -887,8 +870,7 @@ int fw_ipt_filter_del(int family, const struct fw_filter_conf *c, struct cni_err
 	if (!any)
 		return 0;
 	struct itab t;
-	int lock = fw_lock();
-	int r = itab_load(&t, family, "filter", err);
+	int lock, r = itab_begin(&t, family, "filter", &lock, err);
 	if (r == 0) {
 		for (size_t i = 0; i < c->n_ips; i++) {
 			if (c->ips[i].ip.family != family)
@@ -900,9 +882,6 @@ int fw_ipt_filter_del(int family, const struct fw_filter_conf *c, struct cni_err
 			free(rules[0]);
 			free(rules[1]);
 		}
-		r = itab_commit(&t, family, false, err);
 	}
-	itab_free(&t);
-	fw_unlock(lock);
-	return r;
+	return itab_end(&t, family, r, lock, err);
 }

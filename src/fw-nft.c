@@ -702,19 +702,6 @@ static const char *const pm_kinds[] = {"pm", "pmm"};
 static const char *const pm_hooks[] = {"pm_prerouting", "pm_output", "pm_hostports",
 				       "pm_postrouting", NULL};
 
-static const char *proto_name(int p)
-{
-	return p == IPPROTO_UDP ? "udp" : p == IPPROTO_SCTP ? "sctp" : "tcp";
-}
-
-static bool ip_unspecified(const struct cni_ip *ip)
-{
-	for (int i = 0; i < ip_len(ip); i++)
-		if (ip->a[i])
-			return false;
-	return true;
-}
-
 static void pm_plan_family(struct nplan *p, const struct fw_pm_conf *c, int family)
 {
 	const struct cni_cidr *ct = family == AF_INET ? &c->ip4 : &c->ip6;
@@ -735,8 +722,8 @@ static void pm_plan_family(struct nplan *p, const struct fw_pm_conf *c, int fami
 		const struct fw_portmap *m = &c->maps[i];
 		if (ip_isset(&m->host_ip) && m->host_ip.family != family)
 			continue; /* the reference skips other-family host IPs */
-		bool specific = ip_isset(&m->host_ip) && !ip_unspecified(&m->host_ip);
-		const char *proto = proto_name(m->proto);
+		bool specific = ip_isset(&m->host_ip) && !fw_ip_unspecified(&m->host_ip);
+		const char *proto = fw_proto_name(m->proto);
 		char key[128], hip[IP_STRLEN] = "";
 		if (specific) {
 			ip_format(&m->host_ip, hip);

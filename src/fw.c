@@ -105,6 +105,11 @@ int fw_backend_resolve(enum fw_backend *b, struct cni_err *err)
 	return 0;
 }
 
+int fw_backend_status(enum fw_backend b, struct cni_err *err)
+{
+	return fw_backend_resolve(&b, err);
+}
+
 const char *fw_hash(const char *s, size_t n, char *buf)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -393,6 +398,19 @@ static int pm_each_family(const struct fw_pm_conf *c,
 	return 0;
 }
 
+const char *fw_proto_name(int proto)
+{
+	return proto == IPPROTO_UDP ? "udp" : proto == IPPROTO_SCTP ? "sctp" : "tcp";
+}
+
+bool fw_ip_unspecified(const struct cni_ip *ip)
+{
+	for (int i = 0; i < ip_len(ip); i++)
+		if (ip->a[i])
+			return false;
+	return true;
+}
+
 /* Cleanup in every backend, since ADD may have used another version or
  * configuration: failures of the backend in effect (b, AUTO resolved)
  * are errors, those of the other backend are logged. */
@@ -431,48 +449,58 @@ static int sweep(enum fw_backend b, const struct sweep *s, struct cni_err *err)
 	return 0;
 }
 
+/* A feature's DEL of one attachment, in each backend. */
+struct del_arg {
+	int (*nft)(const struct fw_att *a, struct cni_err *err);
+	int (*ipt)(int family, const struct fw_att *a, struct cni_err *err);
+	const struct fw_att *att;
+};
+
+static int del_nft(const void *arg, struct cni_err *err)
+{
+	const struct del_arg *d = arg;
+	return d->nft(d->att, err);
+}
+static int del_ipt(int f, const void *arg, struct cni_err *err)
+{
+	const struct del_arg *d = arg;
+	return d->ipt(f, d->att, err);
+}
+
+static int sweep_del(enum fw_backend b, const struct del_arg *d, struct cni_err *err)
+{
+	struct sweep s = {del_nft, del_ipt, d};
+	return sweep(b, &s, err);
+}
+
+/* A feature's GC of net, keeping valid, in each backend (ipt NULL: the
+ * feature's iptables rules carry no owner). */
 struct gc_arg {
+	int (*nft)(const char *net, const struct fw_att *valid, size_t n, struct cni_err *err);
+	int (*ipt)(int family, const char *net, const struct fw_att *valid, size_t n,
+		   struct cni_err *err);
 	const char *net;
 	const struct fw_att *valid;
 	size_t n;
 };
 
-static int pm_del_nft(const void *a, struct cni_err *err)
+static int gc_nft(const void *arg, struct cni_err *err)
 {
-	return fw_nft_portmap_del(a, err);
+	const struct gc_arg *g = arg;
+	return g->nft(g->net, g->valid, g->n, err);
 }
-static int pm_del_ipt(int f, const void *a, struct cni_err *err)
+static int gc_ipt(int f, const void *arg, struct cni_err *err)
 {
-	return fw_ipt_portmap_del(f, a, err);
+	const struct gc_arg *g = arg;
+	return g->ipt ? g->ipt(f, g->net, g->valid, g->n, err) : 0;
 }
-static int pm_gc_nft(const void *a, struct cni_err *err)
+
+static int sweep_gc(const struct gc_arg *g, struct cni_err *err)
 {
-	const struct gc_arg *g = a;
-	return fw_nft_portmap_gc(g->net, g->valid, g->n, err);
+	struct sweep s = {gc_nft, gc_ipt, g};
+	return sweep(FW_BACKEND_AUTO, &s, err);
 }
-static int pm_gc_ipt(int f, const void *a, struct cni_err *err)
-{
-	const struct gc_arg *g = a;
-	return fw_ipt_portmap_gc(f, g->net, g->valid, g->n, err);
-}
-static int masq_del_nft(const void *a, struct cni_err *err)
-{
-	return fw_nft_masq_del(a, err);
-}
-static int masq_del_ipt(int f, const void *a, struct cni_err *err)
-{
-	return fw_ipt_masq_del(f, a, err);
-}
-static int masq_gc_nft(const void *a, struct cni_err *err)
-{
-	const struct gc_arg *g = a;
-	return fw_nft_masq_gc(g->net, g->valid, g->n, err);
-}
-static int masq_gc_ipt(int f, const void *a, struct cni_err *err)
-{
-	const struct gc_arg *g = a;
-	return fw_ipt_masq_gc(f, g->net, g->valid, g->n, err);
-}
+
 static int filter_del_nft(const void *a, struct cni_err *err)
 {
 	return fw_nft_filter_del(&((const struct fw_filter_conf *)a)->att, err);
@@ -480,15 +508,6 @@ static int filter_del_nft(const void *a, struct cni_err *err)
 static int filter_del_ipt(int f, const void *a, struct cni_err *err)
 {
 	return fw_ipt_filter_del(f, a, err);
-}
-static int filter_gc_nft(const void *a, struct cni_err *err)
-{
-	const struct gc_arg *g = a;
-	return fw_nft_filter_gc(g->net, g->valid, g->n, err);
-}
-static int no_ipt(int f, const void *a, struct cni_err *err)
-{
-	return 0;
 }
 
 int fw_portmap_add(enum fw_backend b, const struct fw_pm_conf *c, struct cni_err *err)
@@ -523,15 +542,14 @@ int fw_portmap_check(enum fw_backend b, const struct fw_pm_conf *c, struct cni_e
 
 int fw_portmap_del(enum fw_backend b, const struct fw_pm_conf *c, struct cni_err *err)
 {
-	struct sweep s = {pm_del_nft, pm_del_ipt, &c->att};
-	return sweep(b, &s, err);
+	struct del_arg d = {fw_nft_portmap_del, fw_ipt_portmap_del, &c->att};
+	return sweep_del(b, &d, err);
 }
 
 int fw_portmap_gc(const char *net, const struct fw_att *valid, size_t n_valid, struct cni_err *err)
 {
-	struct gc_arg g = {net, valid, n_valid};
-	struct sweep s = {pm_gc_nft, pm_gc_ipt, &g};
-	return sweep(FW_BACKEND_AUTO, &s, err);
+	struct gc_arg g = {fw_nft_portmap_gc, fw_ipt_portmap_gc, net, valid, n_valid};
+	return sweep_gc(&g, err);
 }
 
 static int masq_families(const struct cni_cidr *nets, size_t n)
@@ -588,15 +606,14 @@ int fw_masq_del(const char *net, const char *id, const char *ifname, const struc
 	 * attachment may come from another version or configuration. */
 	(void)nets, (void)n;
 	struct fw_att a = {net, id, ifname};
-	struct sweep s = {masq_del_nft, masq_del_ipt, &a};
-	return sweep(FW_BACKEND_AUTO, &s, err);
+	struct del_arg d = {fw_nft_masq_del, fw_ipt_masq_del, &a};
+	return sweep_del(FW_BACKEND_AUTO, &d, err);
 }
 
 int fw_masq_gc(const char *net, const struct fw_att *valid, size_t n_valid, struct cni_err *err)
 {
-	struct gc_arg g = {net, valid, n_valid};
-	struct sweep s = {masq_gc_nft, masq_gc_ipt, &g};
-	return sweep(FW_BACKEND_AUTO, &s, err);
+	struct gc_arg g = {fw_nft_masq_gc, fw_ipt_masq_gc, net, valid, n_valid};
+	return sweep_gc(&g, err);
 }
 
 /* firewalld: put each address in a zone (runtime configuration), as the
@@ -626,18 +643,32 @@ static int firewalld_source(const char *op, const struct fw_filter_conf *c, bool
 	return 0;
 }
 
+/* The filter's backend: AUTO prefers a running firewalld, as the
+ * reference. Otherwise the rules go where the host's FORWARD policy
+ * lives: an accept in our own nftables table cannot override a drop in
+ * iptables' chain. Then as fw_backend_resolve. */
+static int filter_backend(enum fw_backend *b, struct cni_err *err)
+{
+	if (*b == FW_BACKEND_AUTO) {
+		if (firewalld_running())
+			*b = FW_BACKEND_FIREWALLD;
+		else if (fw_ipt_available(AF_INET) && fw_ipt_has_forward())
+			*b = FW_BACKEND_IPTABLES;
+	}
+	return fw_backend_resolve(b, err);
+}
+
+/* Whether c has IPv4 (*v4) and IPv6 (*v6) addresses. */
+static void filter_families(const struct fw_filter_conf *c, bool *v4, bool *v6)
+{
+	*v4 = *v6 = false;
+	for (size_t i = 0; i < c->n_ips; i++)
+		*(c->ips[i].ip.family == AF_INET ? v4 : v6) = true;
+}
+
 int fw_filter_add(enum fw_backend b, const struct fw_filter_conf *c, struct cni_err *err)
 {
-	if (b == FW_BACKEND_AUTO) {
-		/* The reference prefers a running firewalld. Otherwise the rules
-		 * go where the host's FORWARD policy lives: an accept in our own
-		 * nftables table cannot override a drop in iptables' chain. */
-		if (firewalld_running())
-			b = FW_BACKEND_FIREWALLD;
-		else if (fw_ipt_available(AF_INET) && fw_ipt_has_forward())
-			b = FW_BACKEND_IPTABLES;
-	}
-	if (fw_backend_resolve(&b, err) < 0)
+	if (filter_backend(&b, err) < 0)
 		return -1;
 	if (b == FW_BACKEND_NFTABLES)
 		return fw_nft_filter_add(c, err);
@@ -649,9 +680,8 @@ int fw_filter_add(enum fw_backend b, const struct fw_filter_conf *c, struct cni_
 		if (c->ingress == FW_INGRESS_OPEN)
 			return 0;
 	}
-	bool v4 = false, v6 = false;
-	for (size_t i = 0; i < c->n_ips; i++)
-		*(c->ips[i].ip.family == AF_INET ? &v4 : &v6) = true;
+	bool v4, v6;
+	filter_families(c, &v4, &v6);
 	if (v4 && fw_ipt_filter_add(AF_INET, c, err) < 0)
 		return -1;
 	if (v6 && fw_ipt_filter_add(AF_INET6, c, err) < 0) {
@@ -665,21 +695,14 @@ int fw_filter_add(enum fw_backend b, const struct fw_filter_conf *c, struct cni_
 
 int fw_filter_check(enum fw_backend b, const struct fw_filter_conf *c, struct cni_err *err)
 {
-	if (b == FW_BACKEND_AUTO) {
-		if (firewalld_running())
-			b = FW_BACKEND_FIREWALLD;
-		else if (fw_ipt_available(AF_INET) && fw_ipt_has_forward())
-			b = FW_BACKEND_IPTABLES;
-	}
-	if (fw_backend_resolve(&b, err) < 0)
+	if (filter_backend(&b, err) < 0)
 		return -1;
 	if (b == FW_BACKEND_NFTABLES)
 		return fw_nft_filter_check(c, err);
 	if (b == FW_BACKEND_FIREWALLD)
 		return firewalld_source("query", c, false, err);
-	bool v4 = false, v6 = false;
-	for (size_t i = 0; i < c->n_ips; i++)
-		*(c->ips[i].ip.family == AF_INET ? &v4 : &v6) = true;
+	bool v4, v6;
+	filter_families(c, &v4, &v6);
 	if (v4 && fw_ipt_filter_check(AF_INET, c, err) < 0)
 		return -1;
 	if (v6 && fw_ipt_filter_check(AF_INET6, c, err) < 0)
@@ -700,9 +723,8 @@ int fw_filter_del(enum fw_backend b, const struct fw_filter_conf *c, struct cni_
 
 int fw_filter_gc(const char *net, const struct fw_att *valid, size_t n_valid, struct cni_err *err)
 {
-	struct gc_arg g = {net, valid, n_valid};
-	struct sweep s = {filter_gc_nft, no_ipt, &g};
-	return sweep(FW_BACKEND_AUTO, &s, err);
+	struct gc_arg g = {fw_nft_filter_gc, NULL, net, valid, n_valid};
+	return sweep_gc(&g, err);
 }
 
 int fw_parse_attachments(const struct cni_json *conf, const char *net, struct fw_att **out,
@@ -727,6 +749,18 @@ int fw_parse_attachments(const struct cni_json *conf, const char *net, struct fw
 	*n = len;
 	*out = TAKE_PTR(v);
 	return 0;
+}
+
+int fw_gc_valid(const struct cni_json *conf, const char *net,
+		int (*gc)(const char *net, const struct fw_att *valid, size_t n_valid,
+			  struct cni_err *err),
+		struct cni_err *err)
+{
+	_cleanup_free_ struct fw_att *valid = NULL;
+	size_t n = 0;
+	if (fw_parse_attachments(conf, net, &valid, &n, err) < 0)
+		return -1;
+	return gc(net, valid, n, err);
 }
 
 /* Conntrack through a raw NETLINK_NETFILTER socket: dump, pick, delete. */

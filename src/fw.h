@@ -56,6 +56,9 @@ bool fw_backend_available(enum fw_backend b);
  * usable, and check that the result is available. An unavailable backend
  * is code CNI_ERR_NOT_AVAILABLE (50) naming it. 0 or -1. */
 int fw_backend_resolve(enum fw_backend *b, struct cni_err *err);
+/* STATUS of a plugin configured with b: fw_backend_resolve, the answer
+ * dropped. */
+int fw_backend_status(enum fw_backend b, struct cni_err *err);
 
 /* One attachment, as SPEC.md identifies it, plus its network. Borrowed. */
 struct fw_att {
@@ -186,6 +189,12 @@ int fw_filter_gc(const char *net, const struct fw_att *valid, size_t n_valid, st
  * borrowed strings (free the array only). Code 7 naming the path. */
 int fw_parse_attachments(const struct cni_json *conf, const char *net, struct fw_att **out,
 			 size_t *n, struct cni_err *err);
+/* GC of a chained plugin: gc (fw_masq_gc, fw_portmap_gc, fw_filter_gc) of
+ * net, keeping the attachments conf's cni.dev/valid-attachments lists. */
+int fw_gc_valid(const struct cni_json *conf, const char *net,
+		int (*gc)(const char *net, const struct fw_att *valid, size_t n_valid,
+			  struct cni_err *err),
+		struct cni_err *err);
 
 #ifdef CNI_FW_INTERNAL
 /* Shared by fw.c, fw-nft.c and fw-ipt.c only. */
@@ -211,6 +220,11 @@ void fw_tag_net(const char *net, char *buf);
  * name; -1 if it could not be taken, then we go on unlocked). */
 int fw_lock(void);
 void fw_unlock(int fd);
+
+/* A portmap protocol's name in rules: "tcp", "udp" or "sctp". */
+const char *fw_proto_name(int proto);
+/* Whether ip is the family's any-address (0.0.0.0, ::). */
+bool fw_ip_unspecified(const struct cni_ip *ip);
 
 /* Find a tool in PATH, then /usr/sbin, /sbin, /usr/bin, /bin. Owned. */
 char *fw_find_tool(const char *name);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "invoke.h"
 #include "route.h"
 #include "sysctl.h"
 
@@ -410,4 +411,102 @@ void iface_result_set(struct cni_result *res, struct cni_result *r, const char *
 	*r = t;
 	free(res->cni_version);
 	res->cni_version = xstrdup(version);
+}
+
+int iface_open_cont(struct cni_req *req, struct cni_nl **nl, bool *gone, struct cni_err *err)
+{
+	bool g = false;
+	struct cni_netns *ns = req_netns(req, &g, err);
+	if (gone)
+		*gone = g;
+	if (!ns)
+		return -1;
+	if (!*nl && !(*nl = netlink_open(ns, err)))
+		return -1;
+	return 0;
+}
+
+struct undo_link {
+	struct cni_nl *nl;
+	int ifindex;
+};
+
+static void undo_link(struct cni_req *req, void *arg)
+{
+	const struct undo_link *u = arg;
+	struct cni_err ignore = {0};
+	link_del(u->nl, u->ifindex, &ignore);
+}
+
+void iface_push_undo_link(struct cni_req *req, struct cni_nl *nl, int ifindex)
+{
+	struct undo_link *u = xmalloc(sizeof(*u));
+	*u = (struct undo_link){nl, ifindex};
+	req_push_undo(req, undo_link, u, free);
+}
+
+static void undo_ipam(struct cni_req *req, void *arg)
+{
+	struct cni_err ignore = {0};
+	iface_ipam_run(req, CNI_CMD_DEL, &ignore);
+}
+
+int iface_ipam_add(struct cni_req *req, struct cni_result **r, struct cni_err *err)
+{
+	if (ipam_exec(req, CNI_CMD_ADD, r, err) < 0)
+		return -1;
+	req_push_undo(req, undo_ipam, NULL, NULL);
+	if ((*r)->n_ips == 0)
+		return err_set(err, CNI_ERR_INTERNAL, "IPAM plugin returned missing IP config");
+	return 0;
+}
+
+int iface_ipam_run(struct cni_req *req, enum cni_cmd cmd, struct cni_err *err)
+{
+	struct cni_result *r = NULL;
+	int rc = ipam_exec(req, cmd, &r, err);
+	result_free(r);
+	return rc;
+}
+
+static void undo_masq(struct cni_req *req, void *arg)
+{
+	struct cni_err ignore = {0};
+	fw_masq_del(req->name, req->container_id, req->ifname, NULL, 0, &ignore);
+}
+
+/* The addresses of r, owned; one spare entry so that none is xcalloc(0). */
+static struct cni_cidr *masq_nets(const struct cni_result *r)
+{
+	struct cni_cidr *nets = xcalloc(r->n_ips + 1, sizeof(*nets));
+	for (size_t i = 0; i < r->n_ips; i++)
+		nets[i] = r->ips[i].address;
+	return nets;
+}
+
+int iface_masq_add(struct cni_req *req, const struct cni_result *r, enum fw_backend b,
+		   struct cni_err *err)
+{
+	_cleanup_free_ struct cni_cidr *nets = masq_nets(r);
+	if (fw_masq_add(req->name, req->container_id, req->ifname, nets, r->n_ips, b, err) < 0)
+		return -1;
+	req_push_undo(req, undo_masq, NULL, NULL);
+	return 0;
+}
+
+int iface_masq_check(struct cni_req *req, const struct cni_result *prev, enum fw_backend b,
+		     struct cni_err *err)
+{
+	_cleanup_free_ struct cni_cidr *nets = masq_nets(prev);
+	return fw_masq_check(req->name, req->container_id, req->ifname, nets, prev->n_ips, b, err);
+}
+
+void iface_result_finish(struct cni_result *res, struct cni_result *r, const struct cni_dns *dns,
+			 const char *version)
+{
+	if (iface_dns_set(dns)) {
+		dns_clear(&r->dns);
+		dns_copy(&r->dns, dns);
+	}
+	iface_result_set(res, r, version);
 }

@@ -27,7 +27,9 @@
 #ifndef CNI_IFACE_H
 #define CNI_IFACE_H
 
+#include "applet.h"
 #include "err.h"
+#include "fw.h"
 #include "link.h"
 #include "netlink.h"
 #include "netns.h"
@@ -127,5 +129,36 @@ void iface_result_set(struct cni_result *res, struct cni_result *r, const char *
 /* Whether a DNS block carries anything (the reference's dnsConfSet): a
  * plugin's own "dns" replaces the IPAM plugin's only then. */
 bool iface_dns_set(const struct cni_dns *d);
+
+/* The request steps shared by the veth plugins (bridge, ptp). */
+
+/* A socket in the request's container namespace, opened once into *nl
+ * (the applet's config keeps it for its undo steps and closes it). -1
+ * with err; on DEL a namespace already gone is -1 with *gone set and no
+ * error (gone may be NULL when not DEL). */
+int iface_open_cont(struct cni_req *req, struct cni_nl **nl, bool *gone, struct cni_err *err);
+
+/* Push an undo step deleting link ifindex through nl (borrowed: it must
+ * stay open until the undo steps have run). */
+void iface_push_undo_link(struct cni_req *req, struct cni_nl *nl, int ifindex);
+
+/* IPAM ADD: its result in *r (owned), its release pushed as an undo
+ * step; a result without addresses is an error. */
+int iface_ipam_add(struct cni_req *req, struct cni_result **r, struct cni_err *err);
+/* IPAM DEL, CHECK, STATUS or GC, its result dropped. */
+int iface_ipam_run(struct cni_req *req, enum cni_cmd cmd, struct cni_err *err);
+
+/* ipMasq for the addresses of r, the request's attachment, removed again
+ * if the ADD fails. */
+int iface_masq_add(struct cni_req *req, const struct cni_result *r, enum fw_backend b,
+		   struct cni_err *err);
+/* CHECK the ipMasq rules of prev's addresses. Read-only. */
+int iface_masq_check(struct cni_req *req, const struct cni_result *prev, enum fw_backend b,
+		     struct cni_err *err);
+
+/* Finish an ADD: the plugin's own dns replaces r's when set, then r
+ * becomes the result (iface_result_set). */
+void iface_result_finish(struct cni_result *res, struct cni_result *r, const struct cni_dns *dns,
+			 const char *version);
 
 #endif

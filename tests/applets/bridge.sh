@@ -8,48 +8,22 @@
 # Uses only namespaces it creates, bridges named tbr*, 10.200.60-67.0/24
 # and parts of fd00:200:60::/64. Everything is undone by t_defer.
 . "$CNI_TESTS/lib.sh"
+VETH_APPLET=bridge
+. "$CNI_TESTS/applets/veth-lib.sh"
 
-# Our applets first; the reference's as a fallback for IPAM types we lack.
-export CNI_PATH="$T_BIN:/usr/lib/cni"
 REF=/usr/lib/cni/bridge
 
 BR=tbr$$
 t_defer "ip link del $BR"
 IPAM_DIR=$T_TMP/ipam
 
-# conf OVERRIDES_JSON: the base config with OVERRIDES merged in (objects
-# merge, everything else replaces).
 BASE=$(jq -nc --arg br "$BR" --arg dir "$IPAM_DIR" '{
 	cniVersion: "1.0.0", name: "tbrnet", type: "bridge", bridge: $br,
 	isDefaultGateway: true,
 	ipam: {type: "host-local", dataDir: $dir,
 	       ranges: [[{subnet: "10.200.60.0/24"}], [{subnet: "fd00:200:60::60:0/112"}]]}}')
-conf() { jq -c --argjson x "${1:-{\}}" '. * $x' <<<"$BASE"; }
-# with_prev CONF RESULT: CONF with prevResult.
-with_prev() { jq -c --argjson p "$2" '. + {prevResult: $p}' <<<"$1"; }
-
-# add NETNS IFNAME ID CONF [CNI_ARGS]: ADD, and defer the matching DEL so
-# that a failing test still cleans up.
-N_CONF=0
-add() {
-	N_CONF=$((N_CONF + 1))
-	local f="$T_TMP/conf.$N_CONF"
-	printf '%s' "$4" >"$f"
-	t_defer "CNI_COMMAND=DEL CNI_NETNS=$1 CNI_IFNAME=$2 CNI_CONTAINERID=$3 CNI_ARGS='${5-}' CNI_PATH=$CNI_PATH $T_BIN/bridge <$f"
-	cni_run bridge ADD "$1" "$2" "$3" "${5-}" <<<"$4"
-}
-del() { cni_run bridge DEL "$1" "$2" "$3" "${5-}" <<<"$4"; }
-# t_added DESC: the last run succeeded (showing its error if not).
-t_added() {
-	if [ "$RC" = 0 ]; then t_pass "$1"; else t_fail "$1" "rc=$RC" "$OUT"; fi
-}
-
-# Leftovers: veths whose peer is in namespace $1, ports of bridge $2.
-peers_of() { ip -o link show type veth | grep -c "link-netns ${1##*/}\b" || true; }
+# Leftovers: ports of bridge $1.
 ports_of() { ip -o link show master "$1" 2>/dev/null | grep -c . || true; }
-# IPAM reservations of network $1.
-reserved() { ls "$IPAM_DIR/$1" 2>/dev/null | grep -vc '^last_reserved_ip\|^lock$' || true; }
-tentative() { ip -n "${1##*/}" -6 -o addr show dev "$2" scope global | grep -c tentative || true; }
 ping4() { ip netns exec "${1##*/}" ping -c1 -W2 "$2" >/dev/null; }
 ping6() { ip netns exec "${1##*/}" ping -6 -c1 -W2 "$2" >/dev/null; }
 
@@ -103,11 +77,7 @@ if [ -x "$REF" ]; then
 	t_defer "ip link del ${BR}r"
 	rc=$(jq -c --arg br "${BR}r" '.bridge = $br | .ipam.dataDir += "-ref" |
 		.ipam.ranges = [[{subnet: "10.200.61.0/24"}], [{subnet: "fd00:200:60::61:0/112"}]]' <<<"$c")
-	printf '%s' "$rc" >"$T_TMP/ref.conf"
-	t_defer "CNI_COMMAND=DEL CNI_NETNS=$nsr CNI_IFNAME=eth0 CNI_CONTAINERID=ref CNI_PATH=/usr/lib/cni $REF <$T_TMP/ref.conf"
-	ref=$(CNI_COMMAND=ADD CNI_NETNS=$nsr CNI_IFNAME=eth0 CNI_CONTAINERID=ref CNI_PATH=/usr/lib/cni \
-		"$REF" <"$T_TMP/ref.conf" 2>&1)
-	shape='walk(if type == "string" then "s" elif type == "number" then 0 else . end)'
+	ref_add "$nsr" "$rc"
 	t_is "result shape matches the reference's" "$(jq -cS "$shape" <<<"$r1")" \
 		"$(jq -cS "$shape" <<<"$ref")"
 	t_is "same interface order and ip indices as the reference" \
@@ -397,14 +367,7 @@ t_is "macspoofchk: DEL without prevResult" "$RC:$OUT" "0:"
 t_unlike "macspoofchk: ... finds the entry by its comment" "$(nft list set bridge cni allowed 2>&1)" "$shost"
 
 # libcni drives bridge (and our host-local) through symlinks --------------
-drv="$CNI_BUILD/tests/libcni-driver"
-if [ ! -x "$drv" ]; then
-	bash "$CNI_TESTS/libcni/build.sh" "$drv" >"$T_TMP/gobuild.log" 2>&1
-fi
-if [ ! -x "$drv" ]; then
-	t_skip "libcni drives bridge" "libcni driver not built: $(tail -1 "$T_TMP/gobuild.log")"
-else
-	export CNI_CACHE_DIR="$T_TMP/cache"
+if libcni_driver; then
 	BRL=tbrl$$
 	t_defer "ip link del $BRL"
 	nsl=$(t_netns lib)

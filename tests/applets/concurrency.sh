@@ -129,7 +129,7 @@ check_deleted() {
 
 # par TAG CMD...: run CMD i for i = 1..N at once; CMD sets RC and OUT.
 par() {
-	local tag=$1 i bad
+	local tag=$1 i bad t0=$SECONDS
 	shift
 	rm -rf "$T_TMP/par"
 	mkdir -p "$T_TMP/par"
@@ -145,7 +145,7 @@ par() {
 	bad=$(for ((i = 1; i <= N; i++)); do
 		[ "$(cat "$T_TMP/par/rc.$i" 2>/dev/null)" = 0 ] || echo "$i: $(cat "$T_TMP/par/out.$i" "$T_TMP/par/err.$i" 2>/dev/null)"
 	done)
-	t_is "$tag: all $N succeed" "$bad" ""
+	t_is "$tag: all $N succeed ($((SECONDS - t0)) s)" "$bad" ""
 }
 
 run_backend() {

@@ -16,7 +16,11 @@
 #               only `cni exec gc` runs
 #   exec'd      the plugins run through their symlinks by a runtime that
 #               dies with the one killed, so no cache entry exists; then
-#               `cni exec del` from the configuration alone, and gc
+#               `cni exec del` from the configuration alone, and gc. With
+#               iptables, from the firewall on this is a known gap (skipped):
+#               its rules are keyed by address alone, as the reference's,
+#               and a DEL without prevResult cannot find them. cni exec
+#               avoids it by caching the result as ADD goes (in process).
 . "$CNI_TESTS/lib.sh"
 . "$CNI_TESTS/fixtures/chain/helpers.sh"
 
@@ -31,24 +35,8 @@ BW='{"type": "bandwidth", "capabilities": {"bandwidth": true}}'
 CAPS=$(ch_ports 100 | jq -c '. + {bandwidth: {ingressRate: 8000000, ingressBurst: 80000,
 	egressRate: 8000000, egressBurst: 80000}}')
 
-# ipt_gap "ADDR/PREFIX...": remove the host's CNI-FORWARD rules for these
-# container addresses; print them if there were any.
-ipt_gap() {
-	local a ip t rule
-	for a in $1; do
-		ip=${a%/*}
-		for t in iptables ip6tables; do
-			hx "$t" -S CNI-FORWARD 2>/dev/null | grep -F -- " $ip/" | sed 's/^-A //' |
-				while read -r rule; do
-					echo "$rule"
-					eval "hx $t -D $rule"
-				done
-		done
-	done
-}
-
 run_backend() {
-	local b=$1 s4=$2 dir=$T_TMP/$1 conf n k j rc steps base base_h d ca can cb ip4
+	local b=$1 s4=$2 dir=$T_TMP/$1 conf n k j rc steps base base_h d ca can cb t0=$SECONDS
 	ch_host "h$b" || { t_fail "$b: create the host namespace"; return; }
 	mkdir -p "$dir"
 	conf=$dir/chain.conflist
@@ -84,6 +72,8 @@ run_backend() {
 			"$rc $r1 $r2 $d" "137 0 0 "
 	done
 	t_like "$b: the chain makes several host changes ($steps)" "${steps:-0}" '^([5-9]|[1-9][0-9])$'
+	t_diag "$b: in process: $((SECONDS - t0)) s"
+	t0=$SECONDS
 
 	# Vanished: killed, then the namespace goes; GC alone cleans up.
 	for ((n = 1; n <= ${steps:-0}; n++)); do
@@ -97,39 +87,35 @@ run_backend() {
 			"$rc $RC $d" "137 0 "
 	done
 
+	t_diag "$b: vanished: $((SECONDS - t0)) s"
+	t0=$SECONDS
 	# Exec'd, no cache entry: plugin k killed after its jth change.
 	local np
 	np=$(jq '.plugins|length' "$conf")
 	for ((k = 0; k < np; k++)); do
 		local type
 		type=$(jq -r ".plugins[$k].type" "$conf")
+		if [ "$b" = iptables ] && [ "$type" = firewall ]; then
+			# The known gap (see the top): every kill point from
+			# here on leaves the firewall's rules.
+			t_skip "$b: exec'd, killed in firewall or later: DEL from the configuration" \
+				"without prevResult the iptables firewall cannot find its rules"
+			break
+		fi
 		for ((j = 1; j <= 32; j++)); do
 			ch_direct ADD "$conf" "$ca" crash-d eth0 "$CAPS" null "$k" "$j"
 			rc=$?
-			ips=$(ip -n "$can" -o addr show dev eth0 scope global 2>/dev/null | awk '{print $4}')
 			X del "$ca" --id crash-d -q
 			local r1=$RC
 			X gc -q
 			local r2=$RC
-			# Known gap, as in the reference: the iptables firewall
-			# keys its rules by address alone, so a DEL without
-			# prevResult (no cache entry: the runtime died before
-			# writing one) cannot find them. Removed here by hand.
-			local gap=
-			if [ "$b" = iptables ] && [ -n "$ips" ]; then
-				gap=$(ipt_gap "$ips")
-			fi
 			[ "$rc" = 0 ] && break
-			if [ -n "$gap" ]; then
-				t_skip "$b: exec'd, $type killed after change $j: DEL from the configuration" \
-					"without prevResult the iptables firewall cannot find its rules"
-				continue
-			fi
 			d=$(diff <(echo "$base") <(ch_snapshot "$dir" "$can"))
 			t_is "$b: exec'd, $type killed after change $j: DEL from the configuration and GC" \
 				"$rc $r1 $r2 $d" "137 0 0 "
 		done
 	done
+	t_diag "$b: exec'd: $((SECONDS - t0)) s"
 	t_is "$b: nothing left in the host namespace" "$(diff <(echo "$base") <(ch_snapshot "$dir" "$can"))" ""
 }
 

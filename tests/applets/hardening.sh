@@ -172,12 +172,16 @@ if "$CNI_BIN" --list | grep -qx dhcp; then
 	ln -s /etc/hostname "$S/dhcp/0000000000000002.json"
 	"$CNI_BIN" dhcp daemon -socketpath "$S/dhcp.sock" -statedir "$S/dhcp" 2>"$T_TMP/dhcpd.log" &
 	dpid=$!
-	t_defer "kill $dpid"
+	t_defer "kill -9 $dpid"
 	for _ in $(seq 50); do [ -S "$S/dhcp.sock" ] && break; sleep 0.1; done
 	OUT=$(echo '{"cniVersion":"1.1.0","name":"tcr-d","type":"macvlan","ipam":{"type":"dhcp","daemonSocketPath":"'"$S/dhcp.sock"'"}}' |
 		CNI_COMMAND=STATUS CNI_PATH="$T_BIN" timeout 10 "$T_BIN/dhcp" 2>&1)
 	t_is "dhcp: a FIFO and a symlink among the leases do not stall the daemon" "$?:$OUT" "0:"
+	# A daemon stuck in a blocking open ignores SIGTERM (it takes signals
+	# through its poll loop): SIGKILL after a grace period.
 	kill "$dpid" 2>/dev/null
+	for _ in $(seq 30); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$dpid" 2>/dev/null
 	wait "$dpid" 2>/dev/null
 else
 	t_skip "dhcp lease directory" "dhcp not built in"

@@ -7,8 +7,9 @@
 # Uses only namespaces it creates, 10.200.68-69.0/24 and parts of
 # fd00:200:60::/64. Everything is undone by t_defer.
 . "$CNI_TESTS/lib.sh"
+VETH_APPLET=ptp
+. "$CNI_TESTS/applets/veth-lib.sh"
 
-export CNI_PATH="$T_BIN:/usr/lib/cni"
 REF=/usr/lib/cni/ptp
 IPAM_DIR=$T_TMP/ipam
 
@@ -18,24 +19,6 @@ BASE=$(jq -nc --arg dir "$IPAM_DIR" '{
 	ipam: {type: "host-local", dataDir: $dir,
 	       ranges: [[{subnet: "10.200.68.0/24"}], [{subnet: "fd00:200:60::68:0/112"}]],
 	       routes: [{dst: "0.0.0.0/0"}, {dst: "::/0"}]}}')
-conf() { jq -c --argjson x "${1:-{\}}" '. * $x' <<<"$BASE"; }
-with_prev() { jq -c --argjson p "$2" '. + {prevResult: $p}' <<<"$1"; }
-
-N_CONF=0
-add() {
-	N_CONF=$((N_CONF + 1))
-	local f="$T_TMP/conf.$N_CONF"
-	printf '%s' "$4" >"$f"
-	t_defer "CNI_COMMAND=DEL CNI_NETNS=$1 CNI_IFNAME=$2 CNI_CONTAINERID=$3 CNI_PATH=$CNI_PATH $T_BIN/ptp <$f"
-	cni_run ptp ADD "$1" "$2" "$3" "" <<<"$4"
-}
-del() { cni_run ptp DEL "$1" "$2" "$3" "" <<<"$4"; }
-t_added() {
-	if [ "$RC" = 0 ]; then t_pass "$1"; else t_fail "$1" "rc=$RC" "$OUT"; fi
-}
-peers_of() { ip -o link show type veth | grep -c "link-netns ${1##*/}\b" || true; }
-reserved() { ls "$IPAM_DIR/$1" 2>/dev/null | grep -vc '^last_reserved_ip\|^lock$' || true; }
-tentative() { ip -n "${1##*/}" -6 -o addr show dev "$2" scope global | grep -c tentative || true; }
 nsx() { ip netns exec "${1##*/}" "${@:2}"; }
 
 ns1=$(t_netns p1)
@@ -85,11 +68,7 @@ if [ -x "$REF" ]; then
 	nsr=$(t_netns pref)
 	rc=$(jq -c '.ipam.dataDir += "-ref" |
 		.ipam.ranges = [[{subnet: "10.200.69.0/26"}], [{subnet: "fd00:200:60::69:0/112"}]]' <<<"$c")
-	printf '%s' "$rc" >"$T_TMP/ref.conf"
-	t_defer "CNI_COMMAND=DEL CNI_NETNS=$nsr CNI_IFNAME=eth0 CNI_CONTAINERID=ref CNI_PATH=/usr/lib/cni $REF <$T_TMP/ref.conf"
-	ref=$(CNI_COMMAND=ADD CNI_NETNS=$nsr CNI_IFNAME=eth0 CNI_CONTAINERID=ref CNI_PATH=/usr/lib/cni \
-		"$REF" <"$T_TMP/ref.conf" 2>&1)
-	shape='walk(if type == "string" then "s" elif type == "number" then 0 else . end)'
+	ref_add "$nsr" "$rc"
 	t_is "result shape matches the reference's" "$(jq -cS "$shape" <<<"$r1")" \
 		"$(jq -cS "$shape" <<<"$ref")"
 	t_is "container routes match the reference's" \
@@ -179,14 +158,7 @@ t_is "bad configs changed nothing" "$(host_state)" "$before"
 t_is "bad configs left no reservation" "$(reserved tptp)" 0
 
 # libcni drives ptp with host-local through symlinks.
-drv="$CNI_BUILD/tests/libcni-driver"
-if [ ! -x "$drv" ]; then
-	bash "$CNI_TESTS/libcni/build.sh" "$drv" >"$T_TMP/gobuild.log" 2>&1
-fi
-if [ ! -x "$drv" ]; then
-	t_skip "libcni drives ptp" "libcni driver not built: $(tail -1 "$T_TMP/gobuild.log")"
-else
-	export CNI_CACHE_DIR="$T_TMP/cache"
+if libcni_driver; then
 	nsl=$(t_netns lib)
 	f="$T_TMP/lib.conflist"
 	jq -nc --arg dir "$IPAM_DIR" '{cniVersion: "1.0.0", name: "tptplib",
