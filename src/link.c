@@ -134,15 +134,6 @@ static const struct nla_policy info_policy[IFLA_INFO_MAX + 1] = {
     [IFLA_INFO_DATA] = {.type = NLA_NESTED},
 };
 
-static void copy_str(char *dst, size_t size, const struct nlattr *a)
-{
-	size_t n = strnlen(nla_data(a), (size_t)nla_len(a));
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, nla_data(a), n);
-	dst[n] = 0;
-}
-
 /* Unsigned attribute of any width up to 4 bytes, or def when absent or
  * malformed: IFLA_INFO_DATA members vary by kind and kernel version. */
 static unsigned get_uint(const struct nlattr *a, unsigned def)
@@ -212,9 +203,9 @@ static int parse_link(const struct nlmsghdr *h, struct cni_link *l)
 	l->link_netnsid = -1;
 	l->tun_owner = l->tun_group = -1;
 	if (tb[IFLA_IFNAME])
-		copy_str(l->name, sizeof(l->name), tb[IFLA_IFNAME]);
+		netlink_attr_str(l->name, sizeof(l->name), tb[IFLA_IFNAME]);
 	if (tb[IFLA_IFALIAS])
-		copy_str(l->alias, sizeof(l->alias), tb[IFLA_IFALIAS]);
+		netlink_attr_str(l->alias, sizeof(l->alias), tb[IFLA_IFALIAS]);
 	if (tb[IFLA_ADDRESS]) {
 		size_t n = (size_t)nla_len(tb[IFLA_ADDRESS]);
 		l->mac_len = (unsigned)n;
@@ -239,9 +230,9 @@ static int parse_link(const struct nlmsghdr *h, struct cni_link *l)
 		if (nla_parse_nested(info, IFLA_INFO_MAX, tb[IFLA_LINKINFO],
 				     (struct nla_policy *)info_policy) == 0) {
 			if (info[IFLA_INFO_KIND])
-				copy_str(l->kind, sizeof(l->kind), info[IFLA_INFO_KIND]);
+				netlink_attr_str(l->kind, sizeof(l->kind), info[IFLA_INFO_KIND]);
 			if (info[IFLA_INFO_SLAVE_KIND])
-				copy_str(l->slave_kind, sizeof(l->slave_kind),
+				netlink_attr_str(l->slave_kind, sizeof(l->slave_kind),
 					 info[IFLA_INFO_SLAVE_KIND]);
 			if (info[IFLA_INFO_DATA]) {
 				if (streq(l->kind, "bridge"))

@@ -180,11 +180,7 @@ static void save_extack(struct nl_req *q, const struct nlmsghdr *h, size_t off)
 	struct nlattr *a = tb[NLMSGERR_ATTR_MSG];
 	if (!a || nla_len(a) <= 0)
 		return;
-	size_t n = strnlen(nla_data(a), (size_t)nla_len(a));
-	if (n >= sizeof(q->extack))
-		n = sizeof(q->extack) - 1;
-	memcpy(q->extack, nla_data(a), n);
-	q->extack[n] = 0;
+	size_t n = netlink_attr_str(q->extack, sizeof(q->extack), a);
 	/* The kernel's messages have no final period; some subsystems add
 	 * one. Keep "(kernel: ...)" uniform. */
 	while (n && (q->extack[n - 1] == '.' || q->extack[n - 1] == '\n'))
@@ -362,4 +358,15 @@ int netlink_fail(struct cni_nl *nl, int r, struct cni_err *err, const char *fmt,
 	else
 		snprintf(err->details, sizeof(err->details), "%s", strerror(e));
 	return r;
+}
+
+size_t netlink_attr_str(char *dst, size_t size, const struct nlattr *a)
+{
+	size_t n = a ? strnlen(nla_data(a), (size_t)nla_len(a)) : 0;
+	if (n >= size)
+		n = size - 1;
+	if (n)
+		memcpy(dst, nla_data(a), n);
+	dst[n] = 0;
+	return n;
 }

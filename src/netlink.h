@@ -72,6 +72,9 @@ int netlink_fail(struct cni_nl *nl, int r, struct cni_err *err, const char *fmt,
     _printf_(4, 5);
 /* Restore the last failure (after a look-up made to name the object). */
 void netlink_set_last(struct cni_nl *nl, int error, const char *extack);
+/* Copy string attribute a (need not be NUL-terminated) into dst of size
+ * bytes, truncating; an absent attribute gives "". Returns the length. */
+size_t netlink_attr_str(char *dst, size_t size, const struct nlattr *a);
 #endif
 
 #endif

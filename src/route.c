@@ -379,16 +379,6 @@ static const struct nla_policy rule_policy[FRA_MAX + 1] = {
     [FRA_IIFNAME] = {.type = NLA_STRING}, [FRA_OIFNAME] = {.type = NLA_STRING},
 };
 
-static void copy_name(char *dst, size_t size, const struct nlattr *a)
-{
-	if (!a)
-		return;
-	size_t n = strnlen(nla_data(a), (size_t)nla_len(a));
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, nla_data(a), n);
-	dst[n] = 0;
-}
 
 static int on_rule(const struct nlmsghdr *h, void *arg)
 {
@@ -413,8 +403,8 @@ static int on_rule(const struct nlmsghdr *h, void *arg)
 		rule.dst.prefix = frh->dst_len;
 	if (tb[FRA_PRIORITY])
 		rule.priority = nla_get_u32(tb[FRA_PRIORITY]);
-	copy_name(rule.iif, sizeof(rule.iif), tb[FRA_IIFNAME]);
-	copy_name(rule.oif, sizeof(rule.oif), tb[FRA_OIFNAME]);
+	netlink_attr_str(rule.iif, sizeof(rule.iif), tb[FRA_IIFNAME]);
+	netlink_attr_str(rule.oif, sizeof(rule.oif), tb[FRA_OIFNAME]);
 	if (tb[FRA_FWMARK])
 		rule.fwmark = nla_get_u32(tb[FRA_FWMARK]);
 	if (tb[FRA_FWMASK])

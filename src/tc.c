@@ -205,17 +205,6 @@ static const struct tcmsg *tc_parse(const struct nlmsghdr *h, int type, int ifin
 	return t;
 }
 
-static void copy_kind(char *dst, size_t size, const struct nlattr *a)
-{
-	dst[0] = 0;
-	if (!a)
-		return;
-	size_t n = strnlen(nla_data(a), (size_t)nla_len(a));
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, nla_data(a), n);
-	dst[n] = 0;
-}
 
 static uint64_t get_rate(const struct tc_ratespec *r, const struct nlattr *r64)
 {
@@ -234,7 +223,7 @@ static int on_qdisc(const struct nlmsghdr *h, void *arg)
 	struct cni_qdisc *q = vec_push(vv);
 	q->handle = t->tcm_handle;
 	q->parent = t->tcm_parent;
-	copy_kind(q->kind, sizeof(q->kind), tb[TCA_KIND]);
+	netlink_attr_str(q->kind, sizeof(q->kind), tb[TCA_KIND]);
 	if (!tb[TCA_OPTIONS])
 		return 0;
 	if (streq(q->kind, "tbf")) {
@@ -321,7 +310,7 @@ static int on_class(const struct nlmsghdr *h, void *arg)
 	char kind[16];
 	if (!t)
 		return 0;
-	copy_kind(kind, sizeof(kind), tb[TCA_KIND]);
+	netlink_attr_str(kind, sizeof(kind), tb[TCA_KIND]);
 	struct nlattr *o[TCA_HTB_MAX + 1];
 	if (!streq(kind, "htb") || !tb[TCA_OPTIONS] ||
 	    nla_parse_nested(o, TCA_HTB_MAX, tb[TCA_OPTIONS], NULL) < 0 || !o[TCA_HTB_PARMS] ||
@@ -430,7 +419,7 @@ static int mirred_target(struct nlattr *acts)
 		char kind[16];
 		if (nla_parse_nested(at, TCA_ACT_MAX, a, NULL) < 0)
 			continue;
-		copy_kind(kind, sizeof(kind), at[TCA_ACT_KIND]);
+		netlink_attr_str(kind, sizeof(kind), at[TCA_ACT_KIND]);
 		if (!streq(kind, "mirred") || !at[TCA_ACT_OPTIONS])
 			continue;
 		struct nlattr *mo[TCA_MIRRED_MAX + 1];
@@ -453,7 +442,7 @@ static int on_filter(const struct nlmsghdr *h, void *arg)
 	if (!t)
 		return 0;
 	struct cni_tc_filter *f = vec_push(vv);
-	copy_kind(f->kind, sizeof(f->kind), tb[TCA_KIND]);
+	netlink_attr_str(f->kind, sizeof(f->kind), tb[TCA_KIND]);
 	f->prio = t->tcm_info >> 16;
 	f->protocol = ntohs((uint16_t)(t->tcm_info & 0xffff));
 	struct nlattr *o[TCA_U32_MAX + 1];
