@@ -71,21 +71,22 @@ static const char *tool(int family, const char *what)
  * owned in *out; returns where it ends. */
 static const char *spec_word(const char *p, char **out)
 {
-	struct fw_buf w = {0};
-	fw_buf_add(&w, "%s", "");
+	/* Never longer than what is left of p. */
+	char *w = xmalloc(strlen(p) + 1), *o = w;
 	if (*p == '"') {
 		for (p++; *p && *p != '"'; p++) {
 			if (*p == '\\' && p[1])
 				p++;
-			fw_buf_add(&w, "%c", *p);
+			*o++ = *p;
 		}
 		if (*p)
 			p++;
 	} else {
 		while (*p && *p != ' ')
-			fw_buf_add(&w, "%c", *p++);
+			*o++ = *p++;
 	}
-	*out = w.s;
+	*o = 0;
+	*out = w;
 	return p;
 }
 
@@ -340,20 +341,47 @@ bool fw_ipt_available(int family)
 	return cached[i];
 }
 
-bool fw_ipt_has_forward(void)
+/* Whether x_tables (legacy iptables) has table for family. */
+static bool legacy_table(int family, const char *table)
+{
+	_cleanup_free_ char *list = NULL;
+	size_t len;
+	if (read_file(family == AF_INET6 ? "/proc/net/ip6_tables_names" : "/proc/net/ip_tables_names",
+		      4096, &list, &len) < 0)
+		return false;
+	for (char *l = strtok(list, "\n"); l; l = strtok(NULL, "\n"))
+		if (streq(l, table))
+			return true;
+	return false;
+}
+
+/* Whether iptables may hold chain in table, with a rule carrying address
+ * ip if not NULL: DEL reads and rewrites a table (two processes) only then.
+ * iptables-nft keeps its chains in nftables, which answers in-process;
+ * legacy tables cannot be asked cheaply. */
+static bool may_hold(int family, const char *table, const char *chain, const struct cni_ip *ip)
+{
+	if (legacy_table(family, table) || !fw_nft_available())
+		return true;
+	_cleanup_free_ char *t = xasprintf("%s %s", family == AF_INET6 ? "ip6" : "ip", table);
+	if (!ip)
+		return fw_nft_chain_exists(t, chain);
+	return fw_nft_chain_has_bytes(t, chain, ip->a, family == AF_INET6 ? 16 : 4);
+}
+
+bool fw_ipt_forward_may_drop(void)
 {
 	/* iptables-save always shows the built-in chains, even of a table
 	 * nobody created; ask the kernel instead: iptables-nft keeps them in
-	 * nftables table "ip filter", legacy iptables in x_tables. */
-	if (fw_nft_available() && fw_nft_chain_exists("ip filter", "FORWARD"))
-		return true;
-	_cleanup_free_ char *names = NULL;
-	size_t len;
-	if (read_file("/proc/net/ip_tables_names", 4096, &names, &len) == 0)
-		for (char *l = strtok(names, "\n"); l; l = strtok(NULL, "\n"))
-			if (streq(l, "filter"))
-				return true;
-	return false;
+	 * nftables tables "ip filter" and "ip6 filter", where we can read the
+	 * policy and rules; legacy iptables in x_tables, where we cannot
+	 * cheaply, so a legacy filter table counts as dropping. */
+	if (fw_nft_available()) {
+		if (fw_nft_forward_may_drop("ip filter") > 0 ||
+		    fw_nft_forward_may_drop("ip6 filter") > 0)
+			return true;
+	}
+	return legacy_table(AF_INET, "filter") || legacy_table(AF_INET6, "filter");
 }
 
 int fw_ipt_check_conditions(int family, const char *const *cond, size_t n, const char *field,
@@ -581,6 +609,8 @@ int fw_ipt_portmap_del(int family, const struct fw_att *a, struct cni_err *err)
 	fw_chain_name("DN-", a->net, a->id, dn);
 	/* Chains of older reference versions, in case ADD predates us. */
 	fw_chain_name("SN-", a->net, a->id, sn);
+	if (!may_hold(family, "nat", dn, NULL) && !may_hold(family, "nat", sn, NULL))
+		return 0;
 	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
 		drop_chain(&t, dn);
@@ -732,10 +762,11 @@ int fw_ipt_masq_del(int family, const struct fw_att *a, struct cni_err *err)
 	struct itab t;
 	char chain[29];
 	fw_chain_name("", a->net, a->id, chain);
+	if (!may_hold(family, "nat", chain, NULL))
+		return 0;
 	int lock, r = itab_begin(&t, family, "nat", &lock, err);
-	if (r == 0) {
+	if (r == 0)
 		drop_chain(&t, chain);
-	}
 	return itab_end(&t, family, r, lock, err);
 }
 
@@ -866,7 +897,8 @@ int fw_ipt_filter_del(int family, const struct fw_filter_conf *c, struct cni_err
 {
 	bool any = false;
 	for (size_t i = 0; i < c->n_ips; i++)
-		any |= c->ips[i].ip.family == family;
+		any |= c->ips[i].ip.family == family &&
+		       may_hold(family, "filter", FILTER_FORWARD, &c->ips[i].ip);
 	if (!any)
 		return 0;
 	struct itab t;

@@ -1,8 +1,8 @@
 /* nftables backend, in-process through libnftables, table `inet cni`.
  *
  * Shared objects (per feature, prefixed pm_, masq_, fw_) are hook chains
- * and verdict maps; every ADD re-declares them and rebuilds the few rules
- * of the hook chains inside its own transaction, so they are always whole.
+ * and verdict maps, declared with their few rules (the skeleton) by the
+ * first ADD, and by any ADD that finds them incomplete (plan_apply).
  *
  * Per attachment, tag = H16(net) "-" H16(ifname ":" id), there are chains
  * "<kind>-<tag>" and map elements "key : jump <kind>-<tag>". The first
@@ -27,12 +27,19 @@
 #define CNI_FW_INTERNAL
 #include "fw.h"
 #include "link.h"
+#include "nfnl.h"
 
+#include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <nftables/libnftables.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #define T "inet cni"
 
@@ -45,16 +52,47 @@ static void ctx_freep(struct nft_ctx **c)
 		nft_ctx_free(*c);
 }
 
-static struct nft_ctx *ctx_new(bool json)
+static struct nft_ctx *ctx_new(void)
 {
 	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!c)
 		return NULL;
 	nft_ctx_buffer_output(c);
 	nft_ctx_buffer_error(c);
-	if (json)
-		nft_ctx_output_set_flags(c, NFT_CTX_OUTPUT_JSON);
 	return c;
+}
+
+/* The process's context, for everything but dry runs. One context means
+ * one netlink socket and one object cache for every command of an
+ * operation: libnftables refreshes the cache only when the ruleset's
+ * generation has moved, and the kernel's deferred destroy work (an RCU
+ * grace period, flushed when an nftables socket closes) is waited for once,
+ * at exit, instead of once per command. A context's socket belongs to the
+ * network namespace it was made in, so it is remade when we have moved. */
+static struct nft_ctx *ctx_get(bool json)
+{
+	static struct nft_ctx *ctx;
+	static dev_t ns_dev;
+	static ino_t ns_ino;
+	struct stat st;
+	if (stat("/proc/self/ns/net", &st) < 0)
+		st.st_dev = 0, st.st_ino = 0;
+	if (ctx && (!st.st_ino || st.st_dev != ns_dev || st.st_ino != ns_ino)) {
+		nft_ctx_free(ctx);
+		ctx = NULL;
+	}
+	if (!ctx) {
+		ctx = ctx_new();
+		if (!ctx)
+			return NULL;
+		ns_dev = st.st_dev;
+		ns_ino = st.st_ino;
+	}
+	nft_ctx_output_set_flags(ctx, json ? NFT_CTX_OUTPUT_JSON : 0);
+	/* Both rewind their buffer: start each command with empty ones. */
+	nft_ctx_get_output_buffer(ctx);
+	nft_ctx_get_error_buffer(ctx);
+	return ctx;
 }
 
 /* The useful part of libnftables' error text: the first line, trimmed. */
@@ -74,13 +112,14 @@ static void nft_errtext(struct nft_ctx *c, char *buf, size_t size)
 }
 
 /* Run cmds as one transaction. err may be NULL (a try). */
-static int nft_run(struct nft_ctx *c, const char *cmds, const char *what, struct cni_err *err)
+static int nft_run(const char *cmds, const char *what, struct cni_err *err)
 {
+	struct nft_ctx *c = ctx_get(false);
+	if (!c)
+		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
 	if (nft_run_cmd_from_buffer(c, cmds) == 0)
 		return 0;
-	if (!err) {
-		nft_ctx_get_error_buffer(c); /* rewinds it for the next run */
-	} else {
+	if (err) {
 		char e[400];
 		nft_errtext(c, e, sizeof(e));
 		err_set(err, CNI_ERR_INTERNAL, "nftables: %s failed", what);
@@ -89,22 +128,146 @@ static int nft_run(struct nft_ctx *c, const char *cmds, const char *what, struct
 	return -1;
 }
 
+/* Raw reads (nfnl.c): no libnftables cache to load. ------------------*/
+
+#define NFNL_NFT(msg) ((uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | (msg)))
+/* libnftnl's user data type of a rule comment. */
+#define UDATA_RULE_COMMENT 0
+
+/* Split "ip filter" into family and table name. */
+static bool table_split(const char *spec, int *family, char table[NFT_TABLE_MAXNAMELEN])
+{
+	const char *sp = strchr(spec, ' ');
+	if (!sp || (size_t)(sp - spec) >= 16 || strlen(sp + 1) >= NFT_TABLE_MAXNAMELEN)
+		return false;
+	char fam[16];
+	memcpy(fam, spec, (size_t)(sp - spec));
+	fam[sp - spec] = 0;
+	*family = nfnl_family(fam);
+	snprintf(table, NFT_TABLE_MAXNAMELEN, "%s", sp + 1);
+	return *family >= 0;
+}
+
+/* GETCHAIN (cb sees the chain) or, dump, GETRULE of one chain (cb sees
+ * each rule). 0, -ENOENT when there is no such chain (GETCHAIN), -errno. */
+static int chain_query(bool rules, int family, const char *table, const char *chain, nfnl_cb cb,
+		       void *arg)
+{
+	char a[2 * (NLA_HDRLEN + NFT_CHAIN_MAXNAMELEN + 4)];
+	size_t off = 0;
+	if (strlen(table) >= NFT_TABLE_MAXNAMELEN || strlen(chain) >= NFT_CHAIN_MAXNAMELEN)
+		return -ENAMETOOLONG;
+	nfa_put_str(a, sizeof(a), &off, rules ? NFTA_RULE_TABLE : NFTA_CHAIN_TABLE, table);
+	nfa_put_str(a, sizeof(a), &off, rules ? NFTA_RULE_CHAIN : NFTA_CHAIN_NAME, chain);
+	return nfnl_request(NFNL_NFT(rules ? NFT_MSG_GETRULE : NFT_MSG_GETCHAIN),
+			    rules ? NLM_F_DUMP : 0, (uint8_t)family, a, off, cb, arg);
+}
+
+/* Whether a dumped rule belongs to chain (older kernels may not filter). */
+static bool rule_in(const void *attrs, size_t len, const char *chain)
+{
+	const struct nlattr *c = nfa_find(attrs, len, NFTA_RULE_CHAIN);
+	return c && strnlen(nfa_data(c), nfa_len(c)) == strlen(chain) &&
+	       memcmp(nfa_data(c), chain, strlen(chain)) == 0;
+}
+
 bool fw_nft_chain_exists(const char *table, const char *chain)
 {
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-	_cleanup_free_ char *cmd = xasprintf("list chain %s %s", table, chain);
-	return c && nft_run_cmd_from_buffer(c, cmd) == 0;
+	int family;
+	char t[NFT_TABLE_MAXNAMELEN];
+	return table_split(table, &family, t) && chain_query(false, family, t, chain, NULL, NULL) == 0;
+}
+
+struct bytes_arg {
+	const char *chain;
+	const void *bytes;
+	size_t n;
+};
+
+static int rule_has_bytes(const struct nlmsghdr *h, const void *attrs, size_t len, void *arg)
+{
+	(void)h;
+	const struct bytes_arg *b = arg;
+	const struct nlattr *ex = nfa_find(attrs, len, NFTA_RULE_EXPRESSIONS);
+	return rule_in(attrs, len, b->chain) && ex && memmem(nfa_data(ex), nfa_len(ex), b->bytes, b->n);
+}
+
+bool fw_nft_chain_has_bytes(const char *table, const char *chain, const void *bytes, size_t n)
+{
+	int family;
+	char t[NFT_TABLE_MAXNAMELEN];
+	if (!table_split(table, &family, t))
+		return true;
+	struct bytes_arg b = {chain, bytes, n};
+	int r = chain_query(true, family, t, chain, rule_has_bytes, &b);
+	return r != 0 && r != -ENOENT; /* found, or cannot tell */
+}
+
+static int chain_policy(const struct nlmsghdr *h, const void *attrs, size_t len, void *arg)
+{
+	(void)h;
+	const struct nlattr *p = nfa_find(attrs, len, NFTA_CHAIN_POLICY);
+	uint32_t v;
+	if (p && nfa_len(p) == 4) {
+		memcpy(&v, nfa_data(p), 4);
+		*(int *)arg = (int)ntohl(v);
+	}
+	return 0;
+}
+
+/* Whether a rule ends with a jump or goto to a CNI-* chain. */
+static bool rule_jumps_to_cni(const void *attrs, size_t len)
+{
+	const struct nlattr *ex = nfa_find(attrs, len, NFTA_RULE_EXPRESSIONS), *last = NULL;
+	if (!ex)
+		return false;
+	size_t left = nfa_len(ex);
+	for (const struct nlattr *e = nfa_data(ex); nfa_ok(e, left); e = nfa_next(e, &left))
+		last = e;
+	if (!last)
+		return false;
+	const struct nlattr *name = nfa_find(nfa_data(last), nfa_len(last), NFTA_EXPR_NAME);
+	const struct nlattr *data = nfa_find(nfa_data(last), nfa_len(last), NFTA_EXPR_DATA);
+	if (!name || !data || strncmp(nfa_data(name), "immediate", nfa_len(name)) != 0)
+		return false;
+	const struct nlattr *d = nfa_find(nfa_data(data), nfa_len(data), NFTA_IMMEDIATE_DATA);
+	const struct nlattr *v = d ? nfa_find(nfa_data(d), nfa_len(d), NFTA_DATA_VERDICT) : NULL;
+	const struct nlattr *code = v ? nfa_find(nfa_data(v), nfa_len(v), NFTA_VERDICT_CODE) : NULL;
+	const struct nlattr *to = v ? nfa_find(nfa_data(v), nfa_len(v), NFTA_VERDICT_CHAIN) : NULL;
+	uint32_t c;
+	if (!code || nfa_len(code) != 4 || !to || nfa_len(to) < 5)
+		return false;
+	memcpy(&c, nfa_data(code), 4);
+	int verdict = (int)ntohl(c);
+	return (verdict == NFT_JUMP || verdict == NFT_GOTO) && !memcmp(nfa_data(to), "CNI-", 4);
+}
+
+static int rule_may_drop(const struct nlmsghdr *h, const void *attrs, size_t len, void *arg)
+{
+	(void)h;
+	return rule_in(attrs, len, arg) && !rule_jumps_to_cni(attrs, len);
+}
+
+int fw_nft_forward_may_drop(const char *table)
+{
+	int family, policy = -1;
+	char t[NFT_TABLE_MAXNAMELEN];
+	if (!table_split(table, &family, t))
+		return 1;
+	int r = chain_query(false, family, t, "FORWARD", chain_policy, &policy);
+	if (r == -ENOENT)
+		return -1;
+	if (r != 0 || policy != NF_ACCEPT)
+		return 1;
+	r = chain_query(true, family, t, "FORWARD", rule_may_drop, (void *)"FORWARD");
+	return r != 0; /* a rule that may drop, or cannot tell */
 }
 
 bool fw_nft_available(void)
 {
 	static int cached = -1;
-	if (cached < 0) {
-		_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-		/* Cheap but real: `list tables` would read the whole ruleset
-		 * into libnftables' cache; flowtables need only the tables. */
-		cached = c && nft_run_cmd_from_buffer(c, "list flowtables") == 0;
-	}
+	if (cached < 0)
+		cached = nfnl_request(NFNL_NFT(NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL, 0, NULL, NULL) == 0;
 	return cached;
 }
 
@@ -112,7 +275,7 @@ bool fw_nft_available(void)
 static struct cni_json *nft_list(const char *what, bool *gone, struct cni_err *err)
 {
 	*gone = false;
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(true);
+	struct nft_ctx *c = ctx_get(true);
 	if (!c) {
 		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
 		return NULL;
@@ -219,28 +382,55 @@ static bool recs_has(const struct nrecs *r, const char *map, const char *key)
 	return false;
 }
 
+/* A rule of a record chain: its comment "<map> <key>" and handle. */
+struct rec_arg {
+	const char *chain;
+	struct nrecs *r;
+};
+
+static int record_rule(const struct nlmsghdr *h, const void *attrs, size_t len, void *arg)
+{
+	(void)h;
+	const struct rec_arg *ra = arg;
+	const struct nlattr *hd = nfa_find(attrs, len, NFTA_RULE_HANDLE);
+	const struct nlattr *ud = nfa_find(attrs, len, NFTA_RULE_USERDATA);
+	if (!rule_in(attrs, len, ra->chain) || !hd || nfa_len(hd) != 8 || !ud)
+		return 0;
+	/* User data: (type, length, value) triples, as libnftnl writes them. */
+	const uint8_t *u = nfa_data(ud), *end = u + nfa_len(ud);
+	while (end - u >= 2 && end - u - 2 >= u[1]) {
+		if (u[0] == UDATA_RULE_COMMENT) {
+			_cleanup_free_ char *c = xstrndup((const char *)u + 2, u[1]);
+			const char *sp = strchr(c, ' ');
+			uint64_t be;
+			memcpy(&be, nfa_data(hd), 8);
+			char handle[24];
+			snprintf(handle, sizeof(handle), "%llu", (unsigned long long)be64toh(be));
+			if (sp) {
+				_cleanup_free_ char *map = xstrndup(c, (size_t)(sp - c));
+				recs_add(ra->r, map, sp + 1, ra->chain, handle);
+			}
+			break;
+		}
+		u += 2 + u[1];
+	}
+	return 0;
+}
+
 /* Read the records of a per-attachment chain into r. *exists tells whether
  * the chain is there. Records without our comment shape are ignored. */
 static int read_chain(const char *chain, struct nrecs *r, bool *exists, struct cni_err *err)
 {
-	bool gone;
-	_cleanup_free_ char *what = xasprintf("chain " T " %s", chain);
-	_cleanup_(json_freep) struct cni_json *j = nft_list(what, &gone, err);
 	*exists = false;
-	if (!j)
-		return gone ? 0 : -1;
+	int e = chain_query(false, NFPROTO_INET, "cni", chain, NULL, NULL);
+	if (e == -ENOENT)
+		return 0;
+	struct rec_arg ra = {chain, r};
+	if (e == 0)
+		e = chain_query(true, NFPROTO_INET, "cni", chain, record_rule, &ra);
+	if (e < 0)
+		return err_errno(err, CNI_ERR_INTERNAL, -e, "nftables: cannot read chain %s", chain);
 	*exists = true;
-	_cleanup_free_ const struct cni_json **rules = NULL;
-	size_t n = items(j, "rule", &rules);
-	for (size_t i = 0; i < n; i++) {
-		const char *c = json_str(json_get(rules[i], "comment"));
-		const struct cni_json *h = json_get(rules[i], "handle");
-		const char *sp = c ? strchr(c, ' ') : NULL;
-		if (!sp || !json_is(h, JSON_NUMBER))
-			continue;
-		_cleanup_free_ char *map = xstrndup(c, (size_t)(sp - c));
-		recs_add(r, map, sp + 1, chain, h->num);
-	}
 	return 0;
 }
 
@@ -466,16 +656,29 @@ static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err 
 	return r;
 }
 
-/* Replace what the attachment holds with plan p, in one transaction. */
+/* Replace what the attachment holds with plan p, in one transaction.
+ *
+ * The fast path sends only the attachment's own objects: re-declaring the
+ * shared chains or flushing the hook chains would make the kernel defer
+ * work behind an RCU grace period, which the next close of an nftables
+ * socket waits for (10-20 ms). The skeleton is sent when that transaction
+ * fails, which it does when the table, a map or a chain it names is
+ * missing. So a change to a skeleton must rename a map or chain the
+ * fast path names (an old table then fails the fast path once). */
 static int plan_apply(const struct nplan *p, const char *what, struct cni_err *err)
 {
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-	if (!c)
-		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
 	struct fw_buf b = {0};
+	fw_buf_add(&b, "%s", p->extra ? p->extra : "");
+	add_plan(&b, p, true);
+	int r = nft_run(b.s, what, NULL);
+	fw_buf_free(&b);
+	if (r == 0)
+		return 0;
+
+	/* A new or incomplete table. */
 	fw_buf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
 	add_plan(&b, p, true);
-	int r = nft_run(c, b.s, what, NULL);
+	r = nft_run(b.s, what, NULL);
 	fw_buf_free(&b);
 	if (r == 0)
 		return 0;
@@ -486,7 +689,7 @@ static int plan_apply(const struct nplan *p, const char *what, struct cni_err *e
 	r = add_takeover(&b, p, err);
 	if (r == 0) {
 		add_plan(&b, p, false);
-		r = nft_run(c, b.s, what, err);
+		r = nft_run(b.s, what, err);
 	}
 	fw_buf_free(&b);
 	return r;
@@ -503,26 +706,21 @@ static int chains_remove(const struct nplan *p, bool force, const char *what, st
 		return -1;
 	if (!exists && !force)
 		return 0;
-	struct fw_buf b = {0}, tail = {0};
+	struct fw_buf b = {0};
 	add_deletes(&b, &rec);
 	recs_free(&rec);
-	/* "add" first: a chain that is not there is no error. */
-	for (size_t i = 0; i < p->n_chains; i++)
-		fw_buf_add(&tail,
-			   "add chain " T " %s\nflush chain " T " %s\ndelete chain " T " %s\n",
-			   p->chains[i], p->chains[i], p->chains[i]);
-	fw_buf_add(&b, "%s", tail.s);
+	/* Deleting a chain deletes its rules. "add" first where the chain
+	 * may not be there: a chain that is not there is no error. */
+	for (size_t i = 0; i < p->n_chains; i++) {
+		if (i || !exists)
+			fw_buf_add(&b, "add chain " T " %s\n", p->chains[i]);
+		fw_buf_add(&b, "delete chain " T " %s\n", p->chains[i]);
+	}
 
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-	int r = -1;
-	if (!c) {
-		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
-	} else if (nft_run(c, b.s, what, NULL) == 0) {
-		r = 0;
-	} else {
+	int r = 0;
+	if (nft_run(b.s, what, NULL) < 0) {
 		/* A record out of step with the maps: find what jumps to us. */
 		struct nrecs elems = {0};
-		r = 0;
 		for (size_t m = 0; p->maps[m] && r == 0; m++)
 			r = read_map(p->maps[m], &elems, err);
 		if (r == 0) {
@@ -531,13 +729,15 @@ static int chains_remove(const struct nplan *p, bool force, const char *what, st
 				if (plan_owns(p, elems.v[i].chain))
 					fw_buf_add(&b, "delete element " T " %s { %s }\n",
 						   elems.v[i].map, elems.v[i].key);
-			fw_buf_add(&b, "%s", tail.s);
-			r = nft_run(c, b.s, what, err);
+			/* Declare them all: the record chain may be gone. */
+			for (size_t i = 0; i < p->n_chains; i++)
+				fw_buf_add(&b, "add chain " T " %s\ndelete chain " T " %s\n",
+					   p->chains[i], p->chains[i]);
+			r = nft_run(b.s, what, err);
 		}
 		recs_free(&elems);
 	}
 	fw_buf_free(&b);
-	fw_buf_free(&tail);
 	return r;
 }
 
@@ -653,7 +853,7 @@ int fw_nft_check_conditions(int family, const char *const *cond, size_t n, const
 		fw_buf_add(&b, " %s", cond[i]);
 	fw_buf_add(&b, " %s\n",
 		   family == AF_INET ? "dnat ip to 127.0.0.1:1" : "dnat ip6 to [::1]:1");
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
+	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new();
 	int r = 0;
 	if (c) {
 		nft_ctx_set_dry_run(c, true);
@@ -989,55 +1189,50 @@ int fw_spoofchk_add(const struct fw_att *a, const char *hostif, const char *mac,
 {
 	if (!spoof_safe(hostif, mac))
 		return err_set(err, CNI_ERR_INTERNAL, "macspoofchk: bad interface or MAC");
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-	if (!c)
-		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
-	/* The skeleton is created once; a concurrent ADD that lost the race
-	 * to create the chain sees EEXIST here, which is fine. */
-	nft_run(c, SPOOF_SKEL, "macspoofchk setup", NULL);
 	_cleanup_free_ char *cmd = xasprintf(
 		"add element bridge cni guarded { \"%s\" }\n"
 		"add element bridge cni allowed { \"%s\" . %s comment \"%s/%s/%s\" }\n",
 		hostif, hostif, mac, a->net, a->id, a->ifname ? a->ifname : "");
-	return nft_run(c, cmd, "macspoofchk", err);
+	if (nft_run(cmd, "macspoofchk", NULL) == 0)
+		return 0;
+	/* The skeleton is created once; a concurrent ADD that lost the race
+	 * to create the chain sees EEXIST here, which is fine. */
+	nft_run(SPOOF_SKEL, "macspoofchk setup", NULL);
+	return nft_run(cmd, "macspoofchk", err);
 }
 
 int fw_spoofchk_check(const char *hostif, const char *mac, struct cni_err *err)
 {
 	if (!spoof_safe(hostif, mac))
 		return err_set(err, CNI_ERR_INTERNAL, "macspoofchk: bad interface or MAC");
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
 	_cleanup_free_ char *cmd =
 		xasprintf("get element bridge cni guarded { \"%s\" }\n"
 			  "get element bridge cni allowed { \"%s\" . %s }\n",
 			  hostif, hostif, mac);
-	if (!c || nft_run_cmd_from_buffer(c, cmd) != 0)
+	if (nft_run(cmd, "macspoofchk check", NULL) < 0)
 		return err_set(err, CNI_ERR_INTERNAL,
 			       "macspoofchk: no rule allows %s on %s", mac, hostif);
 	return 0;
 }
 
 /* Delete one element if present: a missing element is success. */
-static void spoof_drop(struct nft_ctx *c, const char *set, const char *key)
+static void spoof_drop(const char *set, const char *key)
 {
 	_cleanup_free_ char *cmd = xasprintf("delete element bridge cni %s { %s }", set, key);
-	nft_run(c, cmd, "macspoofchk", NULL);
+	nft_run(cmd, "macspoofchk", NULL);
 }
 
 int fw_spoofchk_del(const struct fw_att *a, const char *hostif, const char *mac,
 			struct cni_err *err)
 {
-	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new(false);
-	if (!c)
-		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
 	if (!fw_nft_chain_exists("bridge cni", "spoofchk"))
 		return 0;
 	_cleanup_free_ char *key = NULL;
 	if (hostif && mac && spoof_safe(hostif, mac)) {
 		key = xasprintf("\"%s\" . %s", hostif, mac);
-		spoof_drop(c, "allowed", key);
+		spoof_drop("allowed", key);
 		_cleanup_free_ char *g = xasprintf("\"%s\"", hostif);
-		spoof_drop(c, "guarded", g);
+		spoof_drop("guarded", g);
 		return 0;
 	}
 	/* No prevResult: find the attachment's element by its comment. */
@@ -1060,9 +1255,9 @@ int fw_spoofchk_del(const struct fw_att *a, const char *hostif, const char *mac,
 				continue;
 			free(key);
 			key = xasprintf("\"%s\" . %s", ifn, m);
-			spoof_drop(c, "allowed", key);
+			spoof_drop("allowed", key);
 			_cleanup_free_ char *g = xasprintf("\"%s\"", ifn);
-			spoof_drop(c, "guarded", g);
+			spoof_drop("guarded", g);
 		}
 	}
 	return 0;

@@ -3,6 +3,7 @@
  * small helpers (exec, lock, string buffer) both backends share. */
 #define CNI_FW_INTERNAL
 #include "fw.h"
+#include "nfnl.h"
 #include "sha512.h"
 
 #include <errno.h>
@@ -185,7 +186,8 @@ int fw_lock(void)
 {
 	/* Rulesets are per network namespace, and so are abstract unix
 	 * socket names: holding the bound name is the lock. It needs no file,
-	 * and dies with its holder. We poll; contention is short. */
+	 * and dies with its holder. We poll, at most every 2 ms: holders
+	 * keep it for a few ms. */
 	static const char name[] = "\0cni-netfilter-lock";
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, name, sizeof(name) - 1);
@@ -200,7 +202,7 @@ int fw_lock(void)
 		if (errno != EADDRINUSE)
 			break;
 		usleep(step);
-		if (step < 20000)
+		if (step < 2000)
 			step *= 2;
 	}
 	close(fd);
@@ -644,15 +646,16 @@ static int firewalld_source(const char *op, const struct fw_filter_conf *c, bool
 }
 
 /* The filter's backend: AUTO prefers a running firewalld, as the
- * reference. Otherwise the rules go where the host's FORWARD policy
- * lives: an accept in our own nftables table cannot override a drop in
- * iptables' chain. Then as fw_backend_resolve. */
+ * reference. Otherwise the rules go to iptables when its FORWARD chain may
+ * drop (a DROP policy, Docker's or kube-proxy's rules): an accept in our
+ * own nftables table cannot override a drop in iptables' chain. Then as
+ * fw_backend_resolve. */
 static int filter_backend(enum fw_backend *b, struct cni_err *err)
 {
 	if (*b == FW_BACKEND_AUTO) {
 		if (firewalld_running())
 			*b = FW_BACKEND_FIREWALLD;
-		else if (fw_ipt_available(AF_INET) && fw_ipt_has_forward())
+		else if (fw_ipt_forward_may_drop() && fw_ipt_available(AF_INET))
 			*b = FW_BACKEND_IPTABLES;
 	}
 	return fw_backend_resolve(b, err);
@@ -763,57 +766,20 @@ int fw_gc_valid(const struct cni_json *conf, const char *net,
 	return gc(net, valid, n, err);
 }
 
-/* Conntrack through a raw NETLINK_NETFILTER socket: dump, pick, delete. */
-
-struct ct_req {
-	struct nlmsghdr h;
-	struct nfgenmsg g;
-	char attrs[512];
-};
-
-static const struct nlattr *nla_next(const struct nlattr *a, size_t *left)
-{
-	size_t len = NLA_ALIGN(a->nla_len);
-	*left = len < *left ? *left - len : 0;
-	return (const struct nlattr *)((const char *)a + len);
-}
-
-static bool nla_ok(const struct nlattr *a, size_t left)
-{
-	return left >= sizeof(*a) && a->nla_len >= sizeof(*a) && a->nla_len <= left;
-}
-
-/* The nested attribute type of a (within len bytes), or NULL. */
-static const struct nlattr *nla_find(const void *data, size_t len, int type)
-{
-	for (const struct nlattr *a = data; nla_ok(a, len); a = nla_next(a, &len))
-		if ((a->nla_type & NLA_TYPE_MASK) == type)
-			return a;
-	return NULL;
-}
-
-static const void *nla_data(const struct nlattr *a)
-{
-	return (const char *)a + NLA_HDRLEN;
-}
-
-static size_t nla_len(const struct nlattr *a)
-{
-	return a->nla_len - NLA_HDRLEN;
-}
+/* Conntrack through nfnl.c's socket: dump, pick, delete. */
 
 /* Whether a conntrack entry's original tuple is UDP to one of ports. */
 static bool ct_matches(const struct nlattr *orig, const uint16_t *ports, size_t n)
 {
-	const struct nlattr *proto = nla_find(nla_data(orig), nla_len(orig), CTA_TUPLE_PROTO);
+	const struct nlattr *proto = nfa_find(nfa_data(orig), nfa_len(orig), CTA_TUPLE_PROTO);
 	if (!proto)
 		return false;
-	const struct nlattr *num = nla_find(nla_data(proto), nla_len(proto), CTA_PROTO_NUM);
-	const struct nlattr *dport = nla_find(nla_data(proto), nla_len(proto), CTA_PROTO_DST_PORT);
-	if (!num || !dport || nla_len(dport) < 2 || *(const uint8_t *)nla_data(num) != IPPROTO_UDP)
+	const struct nlattr *num = nfa_find(nfa_data(proto), nfa_len(proto), CTA_PROTO_NUM);
+	const struct nlattr *dport = nfa_find(nfa_data(proto), nfa_len(proto), CTA_PROTO_DST_PORT);
+	if (!num || !dport || nfa_len(dport) < 2 || *(const uint8_t *)nfa_data(num) != IPPROTO_UDP)
 		return false;
 	uint16_t p;
-	memcpy(&p, nla_data(dport), 2);
+	memcpy(&p, nfa_data(dport), 2);
 	for (size_t i = 0; i < n; i++)
 		if (ntohs(p) == ports[i])
 			return true;
@@ -827,80 +793,51 @@ struct ct_victim {
 	char attrs[256];
 };
 
+struct ct_dump {
+	const uint16_t *ports;
+	size_t n_ports;
+	struct ct_victim *v;
+	size_t n, cap;
+};
+
+static int ct_collect(const struct nlmsghdr *h, const void *attrs, size_t alen, void *arg)
+{
+	(void)h;
+	struct ct_dump *d = arg;
+	const struct nlattr *orig = nfa_find(attrs, alen, CTA_TUPLE_ORIG);
+	const struct nlattr *zone = nfa_find(attrs, alen, CTA_ZONE);
+	size_t olen = orig ? NLA_ALIGN(orig->nla_len) : 0;
+	size_t zlen = zone ? NLA_ALIGN(zone->nla_len) : 0;
+	if (!orig || !ct_matches(orig, d->ports, d->n_ports) || olen + zlen > sizeof(d->v->attrs))
+		return 0;
+	xgrow(&d->v, &d->cap, d->n, sizeof(*d->v));
+	struct ct_victim *v = &d->v[d->n++];
+	*v = (struct ct_victim){.len = olen + zlen};
+	memcpy(v->attrs, orig, orig->nla_len);
+	if (zone)
+		memcpy(v->attrs + olen, zone, zone->nla_len);
+	return 0;
+}
+
 int fw_conntrack_flush_udp(int family, const uint16_t *ports, size_t n, struct cni_err *err)
 {
 	if (!n)
 		return 0;
-	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-	if (fd < 0)
-		return err_errno(err, CNI_ERR_INTERNAL, errno, "conntrack: netlink socket");
-	struct ct_req q = {
-	    .h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct nfgenmsg)),
-		  .nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET,
-		  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-		  .nlmsg_seq = 1},
-	    .g = {.nfgen_family = (uint8_t)family, .version = NFNETLINK_V0},
-	};
-	if (send(fd, &q, q.h.nlmsg_len, 0) < 0)
-		return err_errno(err, CNI_ERR_INTERNAL, errno, "conntrack: dump request");
-
 	/* Collect the matching tuples first: deleting while the dump runs
 	 * would disturb it. */
-	_cleanup_free_ struct ct_victim *v = NULL;
-	size_t n_v = 0, cap = 0;
-	_cleanup_free_ char *buf = xmalloc(1 << 16);
-	bool done = false;
-	int r = 0;
-	while (!done && r == 0) {
-		ssize_t got = recv(fd, buf, 1 << 16, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			r = err_errno(err, CNI_ERR_INTERNAL, errno, "conntrack: dump");
-			break;
-		}
-		size_t left = (size_t)got;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left);
-		     h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				if (h->nlmsg_type == NLMSG_ERROR && e->error)
-					r = err_errno(err, CNI_ERR_INTERNAL, e->error,
-						      "conntrack: dump");
-				done = true;
-				break;
-			}
-			size_t off = NLMSG_LENGTH(sizeof(struct nfgenmsg));
-			if (h->nlmsg_len < off)
-				continue;
-			const char *attrs = (const char *)h + off;
-			size_t alen = h->nlmsg_len - off;
-			const struct nlattr *orig = nla_find(attrs, alen, CTA_TUPLE_ORIG);
-			const struct nlattr *zone = nla_find(attrs, alen, CTA_ZONE);
-			size_t olen = orig ? NLA_ALIGN(orig->nla_len) : 0;
-			size_t zlen = zone ? NLA_ALIGN(zone->nla_len) : 0;
-			if (!orig || !ct_matches(orig, ports, n) || olen + zlen > sizeof(v->attrs))
-				continue;
-			xgrow(&v, &cap, n_v, sizeof(*v));
-			v[n_v] = (struct ct_victim){.len = olen + zlen};
-			memcpy(v[n_v].attrs, orig, orig->nla_len);
-			if (zone)
-				memcpy(v[n_v].attrs + olen, zone, zone->nla_len);
-			n_v++;
-		}
+	struct ct_dump d = {.ports = ports, .n_ports = n};
+	int r = nfnl_request((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET, NLM_F_DUMP,
+			     (uint8_t)family, NULL, 0, ct_collect, &d);
+	if (r < 0)
+		err_errno(err, CNI_ERR_INTERNAL, -r, "conntrack: dump");
+	for (size_t i = 0; r == 0 && i < d.n; i++) {
+		r = nfnl_request((NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE, 0,
+				 (uint8_t)family, d.v[i].attrs, d.v[i].len, NULL, NULL);
+		if (r == -ENOENT) /* expired meanwhile */
+			r = 0;
+		else if (r < 0)
+			err_errno(err, CNI_ERR_INTERNAL, -r, "conntrack: delete");
 	}
-	for (size_t i = 0; r == 0 && i < n_v; i++) {
-		struct ct_req d = {
-		    .h = {.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(struct nfgenmsg)) + v[i].len),
-			  .nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE,
-			  .nlmsg_flags = NLM_F_REQUEST,
-			  .nlmsg_seq = (uint32_t)(i + 2)},
-		    .g = {.nfgen_family = (uint8_t)family, .version = NFNETLINK_V0},
-		};
-		memcpy(d.attrs, v[i].attrs, v[i].len);
-		/* No ACK asked: an entry that expired meanwhile is no error. */
-		if (send(fd, &d, d.h.nlmsg_len, 0) < 0)
-			r = err_errno(err, CNI_ERR_INTERNAL, errno, "conntrack: delete");
-	}
-	return r;
+	free(d.v);
+	return r < 0 ? -1 : 0;
 }

@@ -236,6 +236,15 @@ int fw_exec(char *const argv[], const char *in, char **out, char **errout);
 bool fw_nft_available(void);
 /* Whether chain exists in table ("ip filter"), through libnftables. */
 bool fw_nft_chain_exists(const char *table, const char *chain);
+/* Whether a rule of chain in table may carry bytes (an address, n bytes)
+ * in its expressions; true also when it cannot tell. */
+bool fw_nft_chain_has_bytes(const char *table, const char *chain, const void *bytes, size_t n);
+/* Whether the iptables-nft FORWARD chain of table ("ip filter", "ip6
+ * filter") may drop what an accept in our own table lets through: its
+ * policy is not accept, or it has a rule other than a jump to a CNI-*
+ * chain (the reference's firewall and isolation chains, which apply under
+ * either backend). 1 yes, 0 no, -1 no such chain. */
+int fw_nft_forward_may_drop(const char *table);
 bool fw_ipt_available(int family);
 /* Whether iptables-save and iptables-restore (ip6tables-* for AF_INET6)
  * are installed; no probe. */
@@ -277,9 +286,9 @@ int fw_nft_filter_gc(const char *net, const struct fw_att *valid, size_t n, stru
 int fw_ipt_filter_add(int family, const struct fw_filter_conf *c, struct cni_err *err);
 int fw_ipt_filter_check(int family, const struct fw_filter_conf *c, struct cni_err *err);
 int fw_ipt_filter_del(int family, const struct fw_filter_conf *c, struct cni_err *err);
-/* Whether iptables' filter FORWARD chain exists (so an nftables accept
- * could not override its policy). */
-bool fw_ipt_has_forward(void);
+/* Whether iptables' filter FORWARD chain may drop what an nftables accept
+ * lets through (then the firewall's rules belong in iptables). */
+bool fw_ipt_forward_may_drop(void);
 #endif
 
 #endif

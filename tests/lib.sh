@@ -138,6 +138,18 @@ t_err() {
 	fi
 }
 
+# t_spy TOOL...: wrappers for TOOLs in "$T_TMP/spy" (put it first in PATH)
+# that log their name to "$T_TMP/spy.log" and run the real tool.
+t_spy() {
+	local t real
+	mkdir -p "$T_TMP/spy"
+	for t in "$@"; do
+		real=$(PATH=/usr/sbin:/sbin:/usr/bin:/bin command -v "$t") || continue
+		printf '#!/bin/sh\necho %s >>"%s"\nexec %s "$@"\n' "$t" "$T_TMP/spy.log" "$real" >"$T_TMP/spy/$t"
+		chmod +x "$T_TMP/spy/$t"
+	done
+}
+
 # Snapshot of host network state, to prove a failed call changed nothing.
 t_host_state() {
 	{

@@ -82,7 +82,13 @@ run_backend() {
 		rc=$RC
 		ip netns del "${cb##*/}"
 		X gc -q
-		d=$(diff <(echo "$base_h") <(ch_snapshot "$dir"))
+		# The kernel dismantles a deleted namespace (and so the host
+		# end of its veth) in the background: give it a moment.
+		for ((w = 0; w < 50; w++)); do
+			d=$(diff <(echo "$base_h") <(ch_snapshot "$dir"))
+			[ -z "$d" ] && break
+			sleep 0.1
+		done
 		t_is "$b: killed after change $n, namespace deleted: GC restores the host" \
 			"$rc $RC $d" "137 0 "
 	done

@@ -169,6 +169,30 @@ h sh -c 'iptables -F FORWARD; iptables -F CNI-ISOLATION-STAGE-1; iptables -F CNI
 # nftables backend: table inet cni, chain fw-<tag> per attachment.
 hex() { printf %s "$1" | sha512sum | cut -c1-"$2"; }
 tagA="$(hex tfwnet 16)-$(hex eth0:ctr-a 16)" tagB="$(hex tfwnet 16)-$(hex eth0:ctr-b 16)"
+# Without "backend" where iptables' FORWARD cannot drop (policy ACCEPT,
+# only jumps to CNI-* chains), the rules go to nftables, and DEL then runs
+# no iptables tool. A rule of the host's own in FORWARD: iptables again.
+h iptables -A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD
+hrun ADD ctr-a "$A" "$cA"
+t_is "FORWARD policy ACCEPT: ADD (default backend)" "$RC" 0
+t_like "... goes to nftables" "$(h nft list chain inet cni "fw-$tagA" 2>&1)" 'ip saddr 10.200.35.2 accept'
+t_is "... and not to iptables" "$(fwd | grep -c '10\.200\.35\.2')" 0
+t_ok "... A reaches the outside" pings "$A" 10.200.37.2
+t_spy iptables-save iptables-restore ip6tables-save ip6tables-restore
+PATH=$T_TMP/spy:$PATH hrun DEL ctr-a "$A" "$cA"
+t_is "... DEL" "$RC:$OUT" "0:"
+t_is "... DEL ran no iptables tool (iptables holds nothing of A)" "$(cat "$T_TMP/spy.log" 2>/dev/null)" ""
+t_is "... nothing of A left" "$(h nft list chains inet | grep -c "fw-$tagA")" 0
+h iptables -A FORWARD -s 10.200.99.99/32 -j DROP
+hrun ADD ctr-a "$A" "$cA"
+t_is "a host rule in FORWARD: ADD (default backend)" "$RC" 0
+t_like "... goes to iptables" "$(fwd)" "-A CNI-FORWARD -s 10.200.35.2/32 -j ACCEPT"
+t_is "... and not to nftables" "$(h nft list chains inet 2>/dev/null | grep -c "fw-$tagA")" 0
+PATH=$T_TMP/spy:$PATH hrun DEL ctr-a "$A" "$cA"
+t_is "... DEL removes it" "$RC:$(fwd | grep -c '10\.200\.35\.2')" "0:0"
+t_like "... with iptables' tools (the spy sees them)" "$(cat "$T_TMP/spy.log" 2>/dev/null)" "iptables-restore"
+h iptables -F FORWARD
+
 nA=$(with "$cA" '{"backend":"nftables","ingressPolicy":"isolated"}')
 nB=$(with "$cB" '{"backend":"nftables","ingressPolicy":"isolated"}')
 hrun ADD ctr-a "$A" "$nA"

@@ -133,6 +133,7 @@ M2='[{"hostPort":9080,"containerPort":80,"protocol":"TCP"},{"hostPort":9090,"con
 backends=(nftables)
 [ -n "$HAVE_IPT" ] && backends+=(iptables) || t_skip "iptables backend" "iptables-restore not installed"
 
+t_spy iptables-save iptables-restore ip6tables-save ip6tables-restore
 for be in "${backends[@]}"; do
 	c1=$(conf "$be" 2 "$M1") c2=$(conf "$be" 3 "$M2")
 	hrun ADD ctr-one "$c1"
@@ -160,8 +161,14 @@ for be in "${backends[@]}"; do
 	before_two=$(owned "$be" ctr-two)
 	t_like "$be: ctr-two has rules" "$(printf '%s\n' "$before_two" | wc -l)" '^[1-9]'
 
-	hrun DEL ctr-one "$c1"
+	rm -f "$T_TMP/spy.log"
+	PATH=$T_TMP/spy:$PATH hrun DEL ctr-one "$c1"
 	t_is "$be: DEL exits 0" "$RC:$OUT" "0:"
+	if [ "$be" = nftables ]; then
+		t_is "$be: DEL ran no iptables tool (iptables holds nothing)" "$(cat "$T_TMP/spy.log" 2>/dev/null)" ""
+	else
+		t_like "$be: DEL ran iptables' tools (the spy sees them)" "$(cat "$T_TMP/spy.log" 2>/dev/null)" "iptables-save"
+	fi
 	t_is "$be: nothing of ctr-one left" "$(owned "$be" ctr-one)" ""
 	t_is "$be: ctr-two's rules untouched" "$(owned "$be" ctr-two)" "$before_two"
 	hrun CHECK ctr-two "$(conf "$be" 3 "$M2" '{"cniVersion":"1.0.0"}')"

@@ -1,0 +1,144 @@
+/* nfnetlink over a raw socket; see nfnl.h. */
+#include "nfnl.h"
+#include "util.h"
+
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NFNL_BUF (128u << 10)
+
+bool nfa_ok(const struct nlattr *a, size_t left)
+{
+	return left >= sizeof(*a) && a->nla_len >= sizeof(*a) && a->nla_len <= left;
+}
+
+const struct nlattr *nfa_next(const struct nlattr *a, size_t *left)
+{
+	size_t len = NLA_ALIGN(a->nla_len);
+	*left = len < *left ? *left - len : 0;
+	return (const struct nlattr *)((const char *)a + len);
+}
+
+const struct nlattr *nfa_find(const void *data, size_t len, int type)
+{
+	for (const struct nlattr *a = data; nfa_ok(a, len); a = nfa_next(a, &len))
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return a;
+	return NULL;
+}
+
+const void *nfa_data(const struct nlattr *a)
+{
+	return (const char *)a + NLA_HDRLEN;
+}
+
+size_t nfa_len(const struct nlattr *a)
+{
+	return a->nla_len - NLA_HDRLEN;
+}
+
+void nfa_put_str(void *buf, size_t cap, size_t *off, int type, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	struct nlattr a = {.nla_len = (uint16_t)(NLA_HDRLEN + n), .nla_type = (uint16_t)type};
+	if (*off + NLA_ALIGN(a.nla_len) > cap)
+		abort(); /* callers size their buffers for names */
+	memcpy((char *)buf + *off, &a, sizeof(a));
+	memcpy((char *)buf + *off + NLA_HDRLEN, s, n);
+	memset((char *)buf + *off + a.nla_len, 0, NLA_ALIGN(a.nla_len) - a.nla_len);
+	*off += NLA_ALIGN(a.nla_len);
+}
+
+int nfnl_family(const char *word)
+{
+	static const struct {
+		const char *name;
+		int family;
+	} fams[] = {{"ip", NFPROTO_IPV4},     {"ip6", NFPROTO_IPV6}, {"inet", NFPROTO_INET},
+		    {"bridge", NFPROTO_BRIDGE}, {"arp", NFPROTO_ARP},  {"netdev", NFPROTO_NETDEV}};
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		if (streq(word, fams[i].name))
+			return fams[i].family;
+	return -1;
+}
+
+/* The process's socket in the current network namespace, or -1. */
+static int nfnl_socket(void)
+{
+	static int fd = -1;
+	static dev_t ns_dev;
+	static ino_t ns_ino;
+	struct stat st;
+	if (stat("/proc/self/ns/net", &st) < 0)
+		st.st_dev = 0, st.st_ino = 0;
+	if (fd >= 0 && (!st.st_ino || st.st_dev != ns_dev || st.st_ino != ns_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+		ns_dev = st.st_dev;
+		ns_ino = st.st_ino;
+	}
+	return fd;
+}
+
+int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attrs, size_t alen,
+		 nfnl_cb cb, void *arg)
+{
+	static uint32_t seq;
+	static char *buf;
+	int fd = nfnl_socket();
+	if (fd < 0)
+		return -errno;
+	if (!buf)
+		buf = xmalloc(NFNL_BUF);
+	size_t hlen = NLMSG_LENGTH(sizeof(struct nfgenmsg));
+	if (hlen + alen > NFNL_BUF)
+		return -EMSGSIZE;
+	struct nlmsghdr h = {.nlmsg_len = (uint32_t)(hlen + alen),
+			     .nlmsg_type = type,
+			     .nlmsg_flags = (uint16_t)(NLM_F_REQUEST | (flags ? flags : NLM_F_ACK)),
+			     .nlmsg_seq = ++seq};
+	struct nfgenmsg g = {.nfgen_family = family, .version = NFNETLINK_V0};
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + NLMSG_HDRLEN, &g, sizeof(g));
+	memcpy(buf + hlen, attrs, alen);
+	if (send(fd, buf, h.nlmsg_len, 0) < 0)
+		return -errno;
+	int r = 0;
+	for (bool done = false; !done;) {
+		ssize_t got = recv(fd, buf, NFNL_BUF, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		size_t left = (size_t)got;
+		for (struct nlmsghdr *m = (struct nlmsghdr *)buf; NLMSG_OK(m, left);
+		     m = NLMSG_NEXT(m, left)) {
+			if (m->nlmsg_seq != seq)
+				continue; /* an answer to an earlier, abandoned request */
+			if (m->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (m->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(m);
+				if (r == 0)
+					r = m->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) ? e->error : -EIO;
+				done = true;
+				break;
+			}
+			if (r != 0 || m->nlmsg_len < hlen)
+				continue; /* cb stopped: drain the rest */
+			r = cb ? cb(m, (const char *)m + hlen, m->nlmsg_len - hlen, arg) : 0;
+		}
+	}
+	return r;
+}

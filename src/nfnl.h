@@ -1,0 +1,41 @@
+/* nfnetlink over a raw socket: the few nftables reads on hot paths (does a
+ * chain exist, what do its rules carry) and the conntrack dump, without
+ * libnftables' object cache, whose load grows with the ruleset.
+ *
+ * One socket per process and network namespace: closing a netfilter
+ * netlink socket waits for the kernel's deferred nf_tables destroy work
+ * (an RCU grace period), so we close it only at exit. */
+#ifndef CNI_NFNL_H
+#define CNI_NFNL_H
+
+#include <linux/netlink.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Attribute walking within len bytes at data. */
+bool nfa_ok(const struct nlattr *a, size_t left);
+const struct nlattr *nfa_next(const struct nlattr *a, size_t *left);
+/* The attribute of type in data (len bytes), or NULL. */
+const struct nlattr *nfa_find(const void *data, size_t len, int type);
+const void *nfa_data(const struct nlattr *a);
+size_t nfa_len(const struct nlattr *a);
+
+/* Append a NUL-terminated string attribute to buf (cap bytes) at *off. */
+void nfa_put_str(void *buf, size_t cap, size_t *off, int type, const char *s);
+
+/* Called with each reply message and its attributes (after the nfgenmsg
+ * header); non-zero stops the walk and becomes nfnl_request's result. */
+typedef int (*nfnl_cb)(const struct nlmsghdr *h, const void *attrs, size_t len, void *arg);
+
+/* One request on the process's socket: type is (subsystem << 8 | message),
+ * attrs (alen bytes) follow the nfgenmsg header. flags: NLM_F_DUMP, or 0
+ * for a single object (an ACK is asked for). Returns 0, -errno from the
+ * kernel (-ENOENT: no such object), or cb's non-zero result. */
+int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attrs, size_t alen,
+		 nfnl_cb cb, void *arg);
+
+/* The nftables family of a table's family word ("ip", "inet", ...), or -1. */
+int nfnl_family(const char *word);
+
+#endif
