@@ -21,10 +21,17 @@
  *  - provide/request options are validated at parse time; codes the
  *    client itself manages (50, 52-55) and 0/255 are refused.
  *  - The daemon speaks line-delimited JSON, not Go's net/rpc, so it does
- *    not interoperate with the reference's plugin binary. */
+ *    not interoperate with the reference's plugin binary.
+ *  - The wait for the daemon is bounded (DH_ALLOCATE_TIMEOUT_SEC for ADD,
+ *    DH_TIMEOUT_SEC otherwise), then code 11 (50 for STATUS); the
+ *    reference's net/rpc call waits for ever on a wedged daemon. */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 
 #include "applet.h"
 #include "caps.h"
@@ -33,6 +40,17 @@
 #include "plugin.h"
 
 extern const struct cni_applet dhcp_applet;
+
+/* How long the plugin waits for the daemon, from connect() to the end of
+ * its reply. The daemon answers allocate once the lease is bound or once
+ * it has given up after its -resendtimeout (3m28s by default): the bound
+ * for ADD leaves half a minute beyond that, and stays under the usual
+ * runtime limit on a plugin (cni exec's CNI_EXEC_TIMEOUT default, 300 s).
+ * Every other operation is answered at once. CNI_TEST_DHCP_TIMEOUT
+ * (seconds) overrides both, for the tests. */
+#define DH_ALLOCATE_TIMEOUT_SEC 240
+#define DH_TIMEOUT_SEC 30
+#define DH_MAX_REPLY (4u << 20)
 
 /* Asked for unless a request entry sets skipDefault. */
 static const uint8_t dh_default_request[] = {
@@ -162,12 +180,100 @@ static int dh_parse(struct cni_req *req, struct cni_err *err)
 	return 0;
 }
 
-/* One request, one reply, over the daemon's socket. Returns the reply's
- * "result" (or an empty object) owned, or NULL with err set. */
+static unsigned dh_timeout(const char *op)
+{
+	const char *s = getenv("CNI_TEST_DHCP_TIMEOUT");
+	if (!strempty(s) && *s >= '0' && *s <= '9') {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(s, &end, 10);
+		if (!errno && !*end && v > 0 && v <= 24 * 3600)
+			return (unsigned)v;
+	}
+	return streq(op, "allocate") ? DH_ALLOCATE_TIMEOUT_SEC : DH_TIMEOUT_SEC;
+}
+
+static int64_t dh_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for events on fd until deadline (monotonic ms): 1 when ready (or
+ * the peer hung up: the next call says how), 0 when the time is up,
+ * -errno. */
+static int dh_wait(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - dh_now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd p = {.fd = fd, .events = events};
+		int r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* The request line out, the whole reply (up to EOF) in, before deadline.
+ * 0; -ETIMEDOUT when the time is up; another -errno. */
+static int dh_exchange(int fd, const char *line, int64_t deadline, char **reply, size_t *rlen)
+{
+	size_t len = strlen(line), off = 0;
+	while (off < len) {
+		ssize_t w = send(fd, line + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		int r = dh_wait(fd, POLLOUT, deadline);
+		if (r <= 0)
+			return r ? r : -ETIMEDOUT;
+	}
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n > DH_MAX_REPLY) {
+			free(buf);
+			return -E2BIG;
+		}
+		if (n + 1 >= cap) {
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t k = recv(fd, buf + n, cap - n - 1, MSG_DONTWAIT);
+		if (k > 0) {
+			n += (size_t)k;
+			continue;
+		}
+		if (k == 0)
+			break;
+		int r = errno == EAGAIN || errno == EINTR ? dh_wait(fd, POLLIN, deadline) : -errno;
+		if (r <= 0) {
+			free(buf);
+			return r ? r : -ETIMEDOUT;
+		}
+	}
+	buf[n] = 0;
+	*reply = buf;
+	*rlen = n;
+	return 0;
+}
+
+/* One request, one reply, over the daemon's socket, within dh_timeout().
+ * Returns the reply's "result" (or an empty object) owned, or NULL with
+ * err set. */
 static struct cni_json *dh_call(struct cni_req *req, struct cni_json *msg, struct cni_err *err)
 {
 	const struct dh_conf *c = req->priv;
 	int down = req->cmd == CNI_CMD_STATUS ? CNI_ERR_NOT_AVAILABLE : CNI_ERR_TRY_AGAIN;
+	unsigned timeout = dh_timeout(json_str(json_get(msg, "op")));
+	int64_t deadline = dh_now_ms() + (int64_t)timeout * 1000;
 	_cleanup_free_ char *dump = json_dump(msg, false);
 	json_free(msg);
 	_cleanup_free_ char *line = xasprintf("%s\n", dump);
@@ -178,28 +284,31 @@ static struct cni_json *dh_call(struct cni_req *req, struct cni_json *msg, struc
 		return NULL;
 	}
 	strcpy(sa.sun_path, c->socket);
+	/* A blocking connect() waits while the daemon's listen queue is
+	 * full (a daemon that stopped accepting): SO_SNDTIMEO bounds it,
+	 * failing with EAGAIN. Everything after it polls up to deadline. */
+	struct timeval tv = {.tv_sec = (time_t)timeout};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err_errno(err, down, errno, "error dialing DHCP daemon at %s", c->socket);
+	int e = 0;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		e = errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if (e < 0 && e != -ETIMEDOUT) {
+		err_errno(err, down, e, "error dialing DHCP daemon at %s", c->socket);
 		err_append(err, "is `cni dhcp daemon` running?");
 		return NULL;
 	}
-	size_t len = strlen(line), off = 0;
-	while (off < len) {
-		ssize_t w = send(fd, line + off, len - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			err_errno(err, down, errno, "error writing to the DHCP daemon");
-			return NULL;
-		}
-		off += (size_t)w;
-	}
 	_cleanup_free_ char *reply = NULL;
 	size_t rlen = 0;
-	int e = read_all_fd(fd, 4u << 20, &reply, &rlen);
+	if (!e)
+		e = dh_exchange(fd, line, deadline, &reply, &rlen);
+	if (e == -ETIMEDOUT) {
+		err_set(err, down, "no reply from the DHCP daemon at %s", c->socket);
+		err_append(err, "gave up after %us; is `cni dhcp daemon` stuck?", timeout);
+		return NULL;
+	}
 	if (e < 0) {
-		err_errno(err, down, e, "error reading from the DHCP daemon");
+		err_errno(err, down, e, "error talking to the DHCP daemon at %s", c->socket);
 		return NULL;
 	}
 	if (!rlen) {

@@ -11,11 +11,86 @@
 # forgotten; restart from the state files; DEL releasing (dnsmasq's lease
 # file); GC; bad config; daemon flags; daemon down (ADD fails fast, code
 # 11; STATUS 50); the host unchanged.
+# First, without dnsmasq: a wedged daemon (stopped, so it accepts nothing;
+# a fake one that takes the request and never finishes its reply; one
+# whose listen queue is full) fails the plugin after its bound, shortened
+# here with CNI_TEST_DHCP_TIMEOUT.
 #
-# Only namespaces and links it creates (tdh*), 10.200.90.0/24; dnsmasq runs
-# and binds only inside the server namespace. Everything is undone by
-# t_defer.
+# Only namespaces and links it creates (tdh*, cni-t<pid>-*), 10.200.90.0/24;
+# dnsmasq runs and binds only inside the server namespace. Everything is
+# undone by t_defer.
 . "$CNI_TESTS/lib.sh"
+
+now_ms() { date +%s%3N; }
+
+# --- a wedged daemon: the plugin gives up after its bound ---
+WNS=$(t_netns w)
+wconf() { # SOCKET
+	jq -nc --arg s "$1" '{cniVersion: "1.1.0", name: "dnet", type: "macvlan",
+		master: "tdhnone", ipam: {type: "dhcp", daemonSocketPath: $s}}'
+}
+# wedged DESC CMD CODE SOCKET: CMD fails with CODE after the 1s bound,
+# naming SOCKET.
+wedged() {
+	local t0 t1 ns= ifn= id=
+	[ "$2" = STATUS ] || { ns=$WNS; ifn=eth0; id=ctrW; }
+	t0=$(now_ms)
+	CNI_TEST_DHCP_TIMEOUT=1 cni_run dhcp "$2" "$ns" "$ifn" "$id" <<<"$(wconf "$4")"
+	t1=$(now_ms)
+	t_err "$1: $2 fails with code $3 naming the socket" "$3" \
+		"^no reply from the DHCP daemon at \Q$4\E .*gave up after 1s"
+	t_ok "... after the bound (took $((t1 - t0))ms)" \
+		test $((t1 - t0)) -ge 900 -a $((t1 - t0)) -lt 3000
+}
+WSOCK=$T_TMP/wedged.sock
+"$CNI_BIN" dhcp daemon -socketpath "$WSOCK" -statedir "$T_TMP/wstate" \
+	</dev/null >/dev/null 2>"$T_TMP/wedged.log" &
+WPID=$!
+t_defer "kill -CONT $WPID; kill $WPID"
+for _ in $(seq 50); do [ -S "$WSOCK" ] && break; sleep 0.1; done
+cni_run dhcp STATUS "" "" "" <<<"$(wconf "$WSOCK")"
+t_is "STATUS passes while the daemon runs" "$RC:$OUT" "0:"
+kill -STOP "$WPID"
+wedged "stopped daemon" ADD 11 "$WSOCK"
+wedged "stopped daemon" DEL 11 "$WSOCK"
+wedged "stopped daemon" STATUS 50 "$WSOCK"
+kill -CONT "$WPID"
+cni_run dhcp STATUS "" "" "" <<<"$(wconf "$WSOCK")"
+t_is "the daemon, running again, answers STATUS" "$RC:$OUT" "0:"
+kill "$WPID"; wait "$WPID"
+
+# fake_daemon MODE SOCKET: a fake daemon in the background. partial:
+# accepts, reads the request, starts a reply and never ends it. full: never
+# accepts, and fills its own listen queue so that connect() blocks.
+fake_daemon() {
+	perl -MIO::Socket::UNIX -MSocket -e '
+		my ($mode, $path) = @ARGV;
+		my $l = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $path,
+			Listen => $mode eq "full" ? 0 : 16) or die "listen: $!";
+		my @keep;
+		if ($mode eq "full") {
+			for (;;) {
+				my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM()) or die;
+				$s->blocking(0);
+				connect($s, pack_sockaddr_un($path)) or last;
+				push @keep, $s;
+			}
+		}
+		open(my $f, ">", "$path.ready") or die; close($f);
+		if ($mode eq "full") { sleep; }
+		while (my $c = $l->accept) {
+			my $req = <$c>; $c->autoflush(1); print $c q({"ok":); push @keep, $c;
+		}
+	' "$1" "$2" </dev/null >/dev/null 2>>"$T_TMP/fake.log" &
+	t_defer "kill $!"
+	for _ in $(seq 50); do [ -e "$2.ready" ] && return 0; sleep 0.1; done
+	return 1
+}
+fake_daemon partial "$T_TMP/partial.sock"
+wedged "a daemon that never finishes its reply" ADD 11 "$T_TMP/partial.sock"
+wedged "a daemon that never finishes its reply" STATUS 50 "$T_TMP/partial.sock"
+fake_daemon full "$T_TMP/full.sock"
+wedged "a daemon whose listen queue is full" ADD 11 "$T_TMP/full.sock"
 
 if ! command -v dnsmasq >/dev/null; then
 	t_skip "dhcp against dnsmasq" "dnsmasq not installed"
@@ -106,7 +181,6 @@ conf() {
 with_prev() { jq -c --argjson p "$2" '. + {prevResult: $p}' <<<"$1"; }
 acks() { grep -c "DHCPACK(tdhbr0) $1 " "$SLOG"; }
 in_leases() { grep -q " $1 " "$LEASES"; }
-now_ms() { date +%s%3N; }
 
 CONF=$(conf)
 PCONF=$(conf '{"provide": [{"option": "host-name", "fromArg": "K8S_POD_NAME"}]}')
