@@ -15,11 +15,13 @@
  * A kernel without 802.1Q support (CONFIG_VLAN_8021Q) fails ADD with
  * "kernel lacks vlan support" before anything is created or allocated.
  *
- * Differences from the reference: `vlanId` is required and must be
- * 1..4094 (the reference takes a missing id as 0 and accepts 0); config
- * errors are code 7 naming the field, all found before any change,
- * including a master that does not exist or is smaller than `mtu`; GC is
- * delegated to IPAM. */
+ * `vlanId` is 0..4094 as in the reference (0: priority-tagged frames,
+ * 802.1p, a tag without a VLAN id); 4095 is reserved.
+ *
+ * Differences from the reference: `vlanId` is required (the reference
+ * takes a missing id as 0); config errors are code 7 naming the field,
+ * all found before any change, including a master that does not exist or
+ * is smaller than `mtu`; GC is delegated to IPAM. */
 #include <stddef.h>
 
 #include "applet.h"
@@ -38,7 +40,7 @@ static int vl_parse(struct cni_req *req, struct cni_err *err)
 	struct vl_conf *c = xcalloc(1, sizeof(*c));
 	req->priv = c;
 	int64_t vid = 0;
-	if (json_get_int(req->conf, "vlanId", JSON_REQ, 1, 4094, &vid, err) < 0)
+	if (json_get_int(req->conf, "vlanId", JSON_REQ, 0, 4094, &vid, err) < 0)
 		return -1;
 	c->vid = (unsigned)vid;
 	return linkplug_parse(req, &c->lp,
@@ -79,7 +81,7 @@ const struct cni_applet vlan_applet = {
 	.name = "vlan",
 	.summary = "give the container a VLAN sub-interface of a host interface",
 	.usage = "Config: {\"cniVersion\": \"1.1.0\", \"name\": NAME, \"type\": \"vlan\",\n"
-		 "  \"master\": IFNAME, \"vlanId\": 1..4094, \"mtu\": N,\n"
+		 "  \"master\": IFNAME, \"vlanId\": 0..4094, \"mtu\": N,\n"
 		 "  \"linkInContainer\": BOOL, \"ipam\": {...}, \"dns\": {...}}\n"
 		 "See cni-vlan(8).\n",
 	.parse = vl_parse,
