@@ -30,6 +30,7 @@
 #include "nfnl.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -46,19 +47,62 @@
 /* What libnftables says when the object we list does not exist. */
 #define NFT_ENOENT "No such file or directory"
 
+/* libnftables, loaded on first use (see meson.build). */
+static struct {
+	__typeof__(nft_ctx_new) *ctx_new;
+	__typeof__(nft_ctx_free) *ctx_free;
+	__typeof__(nft_ctx_buffer_output) *ctx_buffer_output;
+	__typeof__(nft_ctx_buffer_error) *ctx_buffer_error;
+	__typeof__(nft_ctx_output_set_flags) *ctx_output_set_flags;
+	__typeof__(nft_ctx_get_output_buffer) *ctx_get_output_buffer;
+	__typeof__(nft_ctx_get_error_buffer) *ctx_get_error_buffer;
+	__typeof__(nft_run_cmd_from_buffer) *run_cmd_from_buffer;
+	__typeof__(nft_ctx_set_dry_run) *ctx_set_dry_run;
+} nft;
+
+static bool nft_load(void)
+{
+	static int loaded = -1;
+	if (loaded >= 0)
+		return loaded;
+	void *h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+	loaded = 0;
+	if (!h) {
+		fprintf(stderr, "cni: nftables: %s\n", dlerror());
+		return false;
+	}
+#define SYM(field, name)                                                                           \
+	if (!(*(void **)&nft.field = dlsym(h, name)))                                              \
+		return false;
+	SYM(ctx_new, "nft_ctx_new")
+	SYM(ctx_free, "nft_ctx_free")
+	SYM(ctx_buffer_output, "nft_ctx_buffer_output")
+	SYM(ctx_buffer_error, "nft_ctx_buffer_error")
+	SYM(ctx_output_set_flags, "nft_ctx_output_set_flags")
+	SYM(ctx_get_output_buffer, "nft_ctx_get_output_buffer")
+	SYM(ctx_get_error_buffer, "nft_ctx_get_error_buffer")
+	SYM(run_cmd_from_buffer, "nft_run_cmd_from_buffer")
+	SYM(ctx_set_dry_run, "nft_ctx_set_dry_run")
+#undef SYM
+	loaded = 1;
+	return true;
+}
+
 static void ctx_freep(struct nft_ctx **c)
 {
 	if (*c)
-		nft_ctx_free(*c);
+		nft.ctx_free(*c);
 }
 
 static struct nft_ctx *ctx_new(void)
 {
-	struct nft_ctx *c = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (!nft_load())
+		return NULL;
+	struct nft_ctx *c = nft.ctx_new(NFT_CTX_DEFAULT);
 	if (!c)
 		return NULL;
-	nft_ctx_buffer_output(c);
-	nft_ctx_buffer_error(c);
+	nft.ctx_buffer_output(c);
+	nft.ctx_buffer_error(c);
 	return c;
 }
 
@@ -78,7 +122,7 @@ static struct nft_ctx *ctx_get(bool json)
 	if (stat("/proc/self/ns/net", &st) < 0)
 		st.st_dev = 0, st.st_ino = 0;
 	if (ctx && (!st.st_ino || st.st_dev != ns_dev || st.st_ino != ns_ino)) {
-		nft_ctx_free(ctx);
+		nft.ctx_free(ctx);
 		ctx = NULL;
 	}
 	if (!ctx) {
@@ -88,17 +132,17 @@ static struct nft_ctx *ctx_get(bool json)
 		ns_dev = st.st_dev;
 		ns_ino = st.st_ino;
 	}
-	nft_ctx_output_set_flags(ctx, json ? NFT_CTX_OUTPUT_JSON : 0);
+	nft.ctx_output_set_flags(ctx, json ? NFT_CTX_OUTPUT_JSON : 0);
 	/* Both rewind their buffer: start each command with empty ones. */
-	nft_ctx_get_output_buffer(ctx);
-	nft_ctx_get_error_buffer(ctx);
+	nft.ctx_get_output_buffer(ctx);
+	nft.ctx_get_error_buffer(ctx);
 	return ctx;
 }
 
 /* The useful part of libnftables' error text: the first line, trimmed. */
 static void nft_errtext(struct nft_ctx *c, char *buf, size_t size)
 {
-	const char *e = nft_ctx_get_error_buffer(c);
+	const char *e = nft.ctx_get_error_buffer(c);
 	buf[0] = 0;
 	if (!e)
 		return;
@@ -117,7 +161,7 @@ static int nft_run(const char *cmds, const char *what, struct cni_err *err)
 	struct nft_ctx *c = ctx_get(false);
 	if (!c)
 		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
-	if (nft_run_cmd_from_buffer(c, cmds) == 0)
+	if (nft.run_cmd_from_buffer(c, cmds) == 0)
 		return 0;
 	if (err) {
 		char e[400];
@@ -267,7 +311,8 @@ bool fw_nft_available(void)
 {
 	static int cached = -1;
 	if (cached < 0)
-		cached = nfnl_request(NFNL_NFT(NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL, 0, NULL, NULL) == 0;
+		cached = nfnl_request(NFNL_NFT(NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL, 0, NULL, NULL) == 0 &&
+			 nft_load();
 	return cached;
 }
 
@@ -281,7 +326,7 @@ static struct cni_json *nft_list(const char *what, bool *gone, struct cni_err *e
 		return NULL;
 	}
 	_cleanup_free_ char *cmd = xasprintf("list %s", what);
-	if (nft_run_cmd_from_buffer(c, cmd) != 0) {
+	if (nft.run_cmd_from_buffer(c, cmd) != 0) {
 		char e[400];
 		nft_errtext(c, e, sizeof(e));
 		if (strstr(e, NFT_ENOENT)) {
@@ -292,7 +337,7 @@ static struct cni_json *nft_list(const char *what, bool *gone, struct cni_err *e
 		err_append(err, "%s", e);
 		return NULL;
 	}
-	const char *out = nft_ctx_get_output_buffer(c);
+	const char *out = nft.ctx_get_output_buffer(c);
 	struct cni_err perr = {0};
 	struct cni_json *j = json_parse(out, strlen(out), &perr);
 	if (!j) {
@@ -856,8 +901,8 @@ int fw_nft_check_conditions(int family, const char *const *cond, size_t n, const
 	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new();
 	int r = 0;
 	if (c) {
-		nft_ctx_set_dry_run(c, true);
-		if (nft_run_cmd_from_buffer(c, b.s) != 0) {
+		nft.ctx_set_dry_run(c, true);
+		if (nft.run_cmd_from_buffer(c, b.s) != 0) {
 			char e[400];
 			nft_errtext(c, e, sizeof(e));
 			err_set(err, CNI_ERR_INVALID_CONFIG, "%s: not a valid nftables match",

@@ -378,4 +378,20 @@ while read -r file code regex; do
 done <"$CNI_TESTS/bad/portmap/expect"
 t_is "bad configs installed nothing" "$(state)" "$snap"
 
+# libnftables is loaded on first use: hidden (a bind mount in a mount
+# namespace of our own), the nftables backend is unavailable, code 50,
+# and nothing changes.
+lib=$(ldconfig -p | awk '$1 == "libnftables.so.1" { print $NF; exit }')
+if [ -n "$lib" ]; then
+	c=$(conf nftables 2 "$M1")
+	OUT=$(unshare -m sh -c 'mount --bind /dev/null "$1" && exec ip netns exec "$2" env CNI_COMMAND=ADD \
+		CNI_CONTAINERID=ctr-nolib CNI_IFNAME=eth0 CNI_NETNS="/run/netns/$3" CNI_PATH="$4" "$5"' \
+		sh "$lib" "$HN" "$C1" "$CNI_PATH" "$T_BIN/portmap" <<<"$c" 2>"$T_TMP/err")
+	RC=$?
+	t_err "without libnftables: backend nftables is code 50" 50 "nftables backend unavailable"
+	t_is "... and nothing changed" "$(state)" "$snap"
+else
+	t_skip "without libnftables" "ldconfig does not list libnftables.so.1"
+fi
+
 t_done
