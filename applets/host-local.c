@@ -9,11 +9,15 @@
  * one that no set holds, or that is taken, fails the ADD. The whole ADD
  * holds the store lock, and a failure releases what it reserved.
  * DEL releases every address of (CNI_CONTAINERID, CNI_IFNAME); it is
- * idempotent and never creates the store. CHECK verifies that each range
- * set holds a reservation of the attachment (and that each address of
- * prevResult in a set is one). GC (spec 1.1) releases every reservation
- * whose owner is not in cni.dev/valid-attachments; STATUS fails with
- * code 50 when a range set has no free address left.
+ * idempotent and never creates the store. With a prevResult showing the
+ * attachment's address in every range set it reads only those files;
+ * otherwise it lists the directory, as ADD does, and reads only the files
+ * the owner cache (src/ipam-store.h) cannot show to be someone else's:
+ * neither reads a file per container of the network. CHECK verifies that
+ * each range set holds a reservation of the attachment (and that each
+ * address of prevResult in a set is one). GC (spec 1.1) releases every
+ * reservation whose owner is not in cni.dev/valid-attachments; STATUS
+ * fails with code 50 when a range set has no free address left.
  *
  * The store is the reference's layout (src/ipam-store.h): either plugin
  * reads the other's reservations. Differences from the reference (v1.1.1):
@@ -109,7 +113,8 @@ static int hl_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 		ipam_resolv_conf_parse(text, &res->dns);
 	}
 	s = hl_store(c, true, NULL, err);
-	if (!s || store_scan(s, &sc, err) < 0)
+	/* Only this attachment's reservations matter beyond the names. */
+	if (!s || store_scan_owner(s, req->container_id, req->ifname, &sc, err) < 0)
 		return -1;
 	if (hl_reserve_all(s, &sc, req, got, &ngot, err) < 0) {
 		for (size_t i = 0; i < ngot; i++)
@@ -125,6 +130,53 @@ static int hl_add(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	return 0;
 }
 
+/* DEL without a scan, from prevResult: 1 when done, 0 when the scan is
+ * needed. prevResult must show, in every range set, an address whose file
+ * is this attachment's exact record ("<id>\r\n<ifname>"), and no address
+ * of our ranges held by anything else (a record without an ifname,
+ * someone else's, none). Then the container holds what prevResult says
+ * and removing those files is what store_release would do: its first pass
+ * finds them (so its fallback to records without an ifname does not run),
+ * and an ADD never gives one attachment a second address in a set. What
+ * prevResult holds outside our ranges is removed only when its file is
+ * ours exactly too. */
+static int hl_del_prev(struct cni_store *s, const struct cni_req *req, struct cni_err *err)
+{
+	const struct cni_ipam_conf *c = req->priv;
+	const struct cni_result *prev = req->prev;
+	if (!prev || !prev->n_ips || prev->n_ips > 64 || !c->n_sets || c->n_sets > 64)
+		return 0;
+	struct cni_store_entry e[64];
+	bool mine[64];
+	uint64_t covered = 0;
+	int rc = 1;
+	size_t n = 0;
+	for (; n < prev->n_ips && rc == 1; n++) {
+		const struct cni_ip *ip = &prev->ips[n].address.ip;
+		bool found = store_read(s, ip, &e[n]) == 1;
+		mine[n] = found && e[n].regular && e[n].ifname &&
+			  store_entry_owned(&e[n], req->container_id, req->ifname);
+		size_t idx = 0;
+		while (idx < c->n_sets && !ipam_rangeset_find(&c->sets[idx], ip))
+			idx++;
+		if (idx == c->n_sets)
+			continue; /* not from our ranges */
+		if (!mine[n])
+			rc = 0;
+		else
+			covered |= 1ull << idx;
+	}
+	if (rc == 1 && covered != (c->n_sets == 64 ? ~0ull : (1ull << c->n_sets) - 1))
+		rc = 0;
+	bool failed = false;
+	for (size_t i = 0; i < n; i++) {
+		if (rc == 1 && mine[i] && store_remove(s, &e[i], err) < 0)
+			failed = true; /* the rest still go */
+		store_entry_clear(&e[i]);
+	}
+	return failed ? -1 : rc;
+}
+
 static int hl_del(struct cni_req *req, struct cni_result *res, struct cni_err *err)
 {
 	const struct cni_ipam_conf *c = req->priv;
@@ -132,6 +184,9 @@ static int hl_del(struct cni_req *req, struct cni_result *res, struct cni_err *e
 	_cleanup_(store_closep) struct cni_store *s = hl_store(c, false, &absent, err);
 	if (!s)
 		return absent ? 0 : -1;
+	int r = hl_del_prev(s, req, err);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
 	return store_release(s, req->container_id, req->ifname, err) < 0 ? -1 : 0;
 }
 
@@ -209,7 +264,7 @@ static int hl_status(struct cni_req *req, struct cni_result *res, struct cni_err
 	_cleanup_(store_closep) struct cni_store *s = hl_store(c, false, &absent, err);
 	if (!s)
 		return absent ? 0 : -1;
-	if (store_scan(s, &sc, err) < 0)
+	if (store_scan_owner(s, NULL, NULL, &sc, err) < 0)
 		return -1;
 	/* An ADD needs an address from every set: one full set is enough to
 	 * refuse ADDs. Two spellings of one address count once. */

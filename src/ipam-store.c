@@ -13,16 +13,44 @@
 /* An owner is "<id>\r\n<ifname>": ids are at most 200 bytes, ifnames 15. */
 #define STORE_MAX_FILE 4096
 
+/* The owner cache in the lock file (ipam-store.h). */
+#define CACHE_HEADER "# cni host-local owner cache: <owner hash> <inode> <file>\n"
+/* Past this the contents are not a cache we wrote: rewritten. */
+#define CACHE_MAX (16u << 20)
+
 struct cni_store {
 	int dirfd;
 	int lockfd;
 	bool locked;
+	bool lock_rw; /* lockfd writable (O_APPEND): the owner cache can be kept */
+	/* The cache describes the directory as it is: its last line was the
+	 * stamp of the directory's ctime when we took the lock, or a scan
+	 * rewrote it from every file. Then the unlock stamps the ctime again. */
+	bool cache_good;
+	/* store_scan_owner read it in this session: store_reserve appends the
+	 * line of what it creates. */
+	bool cache_on;
+	struct timespec stamp; /* the ctime of the last stamp, when cache_good */
 	char *path;
 };
 
 const char *store_path(const struct cni_store *s)
 {
 	return s->path;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }
 
 struct cni_store *store_open(const char *data_dir, const char *network, bool create, bool *absent,
@@ -55,7 +83,15 @@ struct cni_store *store_open(const char *data_dir, const char *network, bool cre
 		err_errno(err, CNI_ERR_IO, errno, "cannot open %.100s", path);
 		return NULL;
 	}
-	int lfd = openat(dfd, STORE_LOCK_NAME, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Writable for the owner cache; read-only when the file refuses. */
+	bool rw = true;
+	int lfd = openat(dfd, STORE_LOCK_NAME,
+			 O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (lfd < 0) {
+		rw = false;
+		lfd = openat(dfd, STORE_LOCK_NAME, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			     0600);
+	}
 	if (lfd < 0) {
 		err_errno(err, CNI_ERR_IO, errno, "cannot open %.100s/" STORE_LOCK_NAME, path);
 		return NULL;
@@ -63,6 +99,7 @@ struct cni_store *store_open(const char *data_dir, const char *network, bool cre
 	struct cni_store *s = xcalloc(1, sizeof(*s));
 	s->dirfd = TAKE_FD(dfd);
 	s->lockfd = lfd;
+	s->lock_rw = rw;
 	s->path = TAKE_PTR(path);
 	return s;
 }
@@ -78,33 +115,41 @@ void store_close(struct cni_store *s)
 	free(s);
 }
 
+static bool cache_stamp_check(struct cni_store *s);
+static void cache_stamp(struct cni_store *s);
+
 int store_lock(struct cni_store *s, struct cni_err *err)
 {
 	while (flock(s->lockfd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return err_errno(err, CNI_ERR_IO, errno, "cannot lock %.100s", s->path);
 	s->locked = true;
+	s->cache_good = cache_stamp_check(s);
 	return 0;
 }
 
 void store_unlock(struct cni_store *s)
 {
-	if (s->locked)
+	if (s->locked) {
+		cache_stamp(s);
 		flock(s->lockfd, LOCK_UN);
+	}
 	s->locked = false;
+	s->cache_good = s->cache_on = false;
 }
 
-static void entry_clear(struct cni_store_entry *e)
+void store_entry_clear(struct cni_store_entry *e)
 {
 	free(e->name);
 	free(e->id);
 	free(e->ifname);
+	memset(e, 0, sizeof(*e));
 }
 
 void store_scan_clear(struct cni_store_scan *sc)
 {
 	for (size_t i = 0; i < sc->n; i++)
-		entry_clear(&sc->e[i]);
+		store_entry_clear(&sc->e[i]);
 	free(sc->e);
 	memset(sc, 0, sizeof(*sc));
 }
@@ -136,24 +181,39 @@ static void owner_parse(const char *buf, size_t len, struct cni_store_entry *e)
 	}
 }
 
+/* Read the owner of e. Never follows a symlink, never opens what readdir
+ * calls anything but a regular file (or does not know), never blocks on a
+ * FIFO put there since. Three system calls for a regular file: a short
+ * read of a regular file is its end. */
 static void entry_read(struct cni_store *s, struct cni_store_entry *e)
 {
+	if (e->type != DT_REG && e->type != DT_UNKNOWN)
+		return;
 	_cleanup_close_ int fd =
 	    openat(s->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fd < 0)
 		return;
-	e->regular = true;
+	if (e->type == DT_UNKNOWN) {
+		struct stat st;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			return;
+	}
 	char buf[STORE_MAX_FILE];
 	size_t n = 0;
 	while (n < sizeof(buf)) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+		size_t want = sizeof(buf) - n;
+		ssize_t r = read(fd, buf + n, want);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && errno == EISDIR)
+			return; /* replaced since readdir: not a reservation file */
 		if (r <= 0)
 			break;
 		n += (size_t)r;
+		if ((size_t)r < want)
+			break;
 	}
+	e->regular = true;
 	owner_parse(buf, n, e);
 }
 
@@ -164,7 +224,9 @@ static int entry_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-int store_scan(struct cni_store *s, struct cni_store_scan *out, struct cni_err *err)
+/* Every address-named entry of the directory, owners unread, unsorted
+ * (and remove temporary files a crash left). */
+static int dir_list(struct cni_store *s, struct cni_store_scan *out, struct cni_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -183,18 +245,22 @@ int store_scan(struct cni_store *s, struct cni_store_scan *out, struct cni_err *
 			/* Every writer holds the lock, so this is a crash's leftover. */
 			if (s->locked)
 				unlinkat(s->dirfd, de->d_name, 0);
+			errno = 0;
 			continue;
 		}
 		/* Any spelling of an address (upper case, IPv4-mapped) reserves
 		 * it: creating the canonical name beside it would not fail. */
-		if (ip_parse(de->d_name, &ip) < 0)
+		if (ip_parse(de->d_name, &ip) < 0) {
+			errno = 0;
 			continue;
+		}
 		xgrow(&out->e, &out->cap, out->n, sizeof(*out->e));
 		struct cni_store_entry *e = &out->e[out->n++];
 		memset(e, 0, sizeof(*e));
 		e->ip = ip;
 		e->name = xstrdup(de->d_name);
-		entry_read(s, e);
+		e->ino = de->d_ino;
+		e->type = de->d_type;
 		errno = 0;
 	}
 	int e = errno;
@@ -203,8 +269,360 @@ int store_scan(struct cni_store *s, struct cni_store_scan *out, struct cni_err *
 		store_scan_clear(out);
 		return err_errno(err, CNI_ERR_IO, e, "cannot read %.100s", s->path);
 	}
-	if (out->n)
-		qsort(out->e, out->n, sizeof(*out->e), entry_cmp);
+	return 0;
+}
+
+static void scan_sort(struct cni_store_scan *sc)
+{
+	if (sc->n)
+		qsort(sc->e, sc->n, sizeof(*sc->e), entry_cmp);
+}
+
+int store_scan(struct cni_store *s, struct cni_store_scan *out, struct cni_err *err)
+{
+	if (dir_list(s, out, err) < 0)
+		return -1;
+	for (size_t i = 0; i < out->n; i++)
+		entry_read(s, &out->e[i]);
+	scan_sort(out);
+	return 0;
+}
+
+/* --- The owner cache ------------------------------------------------------ */
+
+static uint64_t fnv_add(uint64_t h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+#define FNV_INIT 0xcbf29ce484222325ull
+
+/* The hash of an owner record as owner_parse splits it: "<id>\r\n<ifname>",
+ * or "<id>" for one without an ifname (the two never collide as strings:
+ * a parsed id holds no "\r\n"). */
+static uint64_t owner_hash(const char *id, const char *ifname)
+{
+	uint64_t h = fnv_add(FNV_INIT, id, strlen(id));
+	if (ifname) {
+		h = fnv_add(h, "\r\n", 2);
+		h = fnv_add(h, ifname, strlen(ifname));
+	}
+	return h;
+}
+
+struct cache_line {
+	const char *name; /* into the buffer */
+	uint64_t ino, hash;
+};
+
+struct cache {
+	char *buf;
+	size_t len; /* the file's size when read */
+	struct cache_line *l;
+	size_t n, cap;
+	size_t *slot; /* open addressing on the inode: index + 1, 0 empty */
+	size_t mask;
+	bool header; /* starts with CACHE_HEADER */
+	bool torn;   /* the last line has no "\n" */
+};
+
+static void cache_free(struct cache *c)
+{
+	free(c->buf);
+	free(c->l);
+	free(c->slot);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* One line without its "\n", NUL-terminated: 1 and *l when well formed. */
+static int cache_parse_line(char *p, struct cache_line *l)
+{
+	uint64_t h = 0, ino = 0;
+	for (int i = 0; i < 16; i++, p++) {
+		int v = hexval(*p);
+		if (v < 0)
+			return 0;
+		h = h << 4 | (uint64_t)v;
+	}
+	if (*p++ != ' ' || *p < '0' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (ino > (UINT64_MAX - 9) / 10)
+			return 0;
+		ino = ino * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p++ != ' ' || !*p || strlen(p) >= IP_STRLEN + 16)
+		return 0;
+	l->hash = h;
+	l->ino = ino;
+	l->name = p;
+	return 1;
+}
+
+static size_t ino_slot(uint64_t ino, size_t mask)
+{
+	return (size_t)(ino * 0x9e3779b97f4a7c15ull >> 32) & mask;
+}
+
+/* Read and index the lock file's lines: false when it cannot hold the
+ * cache (not a regular file, not writable, unreadable). */
+static bool cache_load(struct cni_store *s, struct cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	struct stat st;
+	if (!s->lock_rw || !s->locked || fstat(s->lockfd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	size_t size = st.st_size > (off_t)CACHE_MAX ? CACHE_MAX : (size_t)st.st_size;
+	c->buf = xmalloc(size + 1);
+	while (c->len < size) {
+		ssize_t r = pread(s->lockfd, c->buf + c->len, size - c->len, (off_t)c->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return false;
+		if (r == 0)
+			break;
+		c->len += (size_t)r;
+	}
+	c->buf[c->len] = 0;
+	c->header = c->len >= strlen(CACHE_HEADER) &&
+		    !memcmp(c->buf, CACHE_HEADER, strlen(CACHE_HEADER));
+	c->torn = c->len && c->buf[c->len - 1] != '\n';
+	/* A line counts only whole: one a crash cut short has no "\n". */
+	for (char *p = c->buf, *nl; (nl = memchr(p, '\n', c->len - (size_t)(p - c->buf)));
+	     p = nl + 1) {
+		*nl = 0;
+		struct cache_line l;
+		if (!cache_parse_line(p, &l))
+			continue;
+		xgrow(&c->l, &c->cap, c->n, sizeof(*c->l));
+		c->l[c->n++] = l;
+	}
+	size_t sz = 16;
+	while (sz < 2 * c->n)
+		sz *= 2;
+	c->mask = sz - 1;
+	c->slot = xcalloc(sz, sizeof(*c->slot));
+	for (size_t i = 0; i < c->n; i++) {
+		size_t k = ino_slot(c->l[i].ino, c->mask);
+		while (c->slot[k])
+			k = (k + 1) & c->mask;
+		c->slot[k] = i + 1;
+	}
+	return true;
+}
+
+/* The last line of (name, ino) (a reservation removed and made again by
+ * us may get the inode number back: its new line comes later): its index,
+ * or -1. */
+static ssize_t cache_find(const struct cache *c, const char *name, uint64_t ino)
+{
+	ssize_t found = -1;
+	if (!c->n)
+		return -1;
+	for (size_t k = ino_slot(ino, c->mask); c->slot[k]; k = (k + 1) & c->mask) {
+		const struct cache_line *l = &c->l[c->slot[k] - 1];
+		if (l->ino == ino && (ssize_t)(c->slot[k] - 1) > found && streq(l->name, name))
+			found = (ssize_t)(c->slot[k] - 1);
+	}
+	return found;
+}
+
+/* "@ <sec> <nsec>": the directory's ctime after one of our changes. */
+static bool stamp_parse(const char *p, size_t n, struct timespec *ts)
+{
+	char buf[64];
+	long long sec;
+	long nsec;
+	int end = 0;
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	if (sscanf(buf, "@ %lld %ld%n", &sec, &nsec, &end) != 2 || (size_t)end != n)
+		return false;
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = nsec;
+	return true;
+}
+
+/* The directory's ctime; false also when it has no sub-second part: a
+ * filesystem with whole-second timestamps would hide another's change made
+ * in the same second as ours. */
+static bool dir_ctime(struct cni_store *s, struct timespec *ts)
+{
+	struct stat st;
+	if (fstat(s->dirfd, &st) < 0 || st.st_ctim.tv_nsec == 0)
+		return false;
+	*ts = st.st_ctim;
+	return true;
+}
+
+/* Whether the lock file ends with a stamp of the directory's ctime now:
+ * then nobody but us changed the directory since that stamp (they all
+ * change its ctime: a reservation is created, linked, renamed or removed,
+ * never rewritten in place), and the cache holds a line for every
+ * reservation we made since. */
+static bool cache_stamp_check(struct cni_store *s)
+{
+	struct stat st;
+	char tail[64];
+	struct timespec now;
+	s->stamp.tv_sec = -1, s->stamp.tv_nsec = -1;
+	if (!s->lock_rw || fstat(s->lockfd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)strlen(CACHE_HEADER))
+		return false;
+	size_t n = st.st_size < (off_t)sizeof(tail) ? (size_t)st.st_size : sizeof(tail);
+	if (pread(s->lockfd, tail, n, st.st_size - (off_t)n) != (ssize_t)n || tail[n - 1] != '\n')
+		return false;
+	size_t b = n - 1;
+	while (b > 0 && tail[b - 1] != '\n')
+		b--;
+	struct timespec ts;
+	if (!stamp_parse(tail + b, n - 1 - b, &ts) || !dir_ctime(s, &now))
+		return false;
+	s->stamp = ts;
+	return now.tv_sec == ts.tv_sec && now.tv_nsec == ts.tv_nsec;
+}
+
+/* At unlock: stamp the directory's ctime if we changed it and the cache
+ * still describes it. */
+static void cache_stamp(struct cni_store *s)
+{
+	struct timespec now;
+	char line[64];
+	if (!s->cache_good || !dir_ctime(s, &now) ||
+	    (now.tv_sec == s->stamp.tv_sec && now.tv_nsec == s->stamp.tv_nsec))
+		return;
+	int n = snprintf(line, sizeof(line), "@ %lld %ld\n", (long long)now.tv_sec,
+			 (long)now.tv_nsec);
+	write_all(s->lockfd, line, (size_t)n);
+}
+
+struct strbuf {
+	char *p;
+	size_t n, cap;
+};
+
+static void sb_reserve(struct strbuf *b, size_t need)
+{
+	if (b->cap - b->n < need) {
+		b->cap = (b->cap + need) * 2;
+		b->p = xrealloc(b->p, b->cap);
+	}
+}
+
+static void line_raw(struct strbuf *b, const char *text)
+{
+	size_t n = strlen(text);
+	sb_reserve(b, n + 1);
+	memcpy(b->p + b->n, text, n + 1);
+	b->n += n;
+}
+
+static void line_add(struct strbuf *b, uint64_t hash, uint64_t ino, const char *name)
+{
+	size_t need = 16 + 1 + 20 + 1 + strlen(name) + 2;
+	sb_reserve(b, need);
+	b->n += (size_t)snprintf(b->p + b->n, b->cap - b->n, "%016llx %llu %s\n",
+				 (unsigned long long)hash, (unsigned long long)ino, name);
+}
+
+/* The inode numbers readdir gives are the files' identity only if no two
+ * names share one (a filesystem without stable inode numbers, or hard
+ * links made by hand): otherwise the cache is not used. */
+static bool inos_unique(const struct cni_store_scan *sc)
+{
+	size_t sz = 16;
+	while (sz < 2 * sc->n)
+		sz *= 2;
+	_cleanup_free_ uint64_t *set = xcalloc(sz, sizeof(*set));
+	for (size_t i = 0; i < sc->n; i++) {
+		uint64_t ino = sc->e[i].ino;
+		if (!ino)
+			return false;
+		size_t k = ino_slot(ino, sz - 1);
+		for (; set[k]; k = (k + 1) & (sz - 1))
+			if (set[k] == ino)
+				return false;
+		set[k] = ino;
+	}
+	return true;
+}
+
+int store_scan_owner(struct cni_store *s, const char *id, const char *ifname,
+		     struct cni_store_scan *out, struct cni_err *err)
+{
+	if (dir_list(s, out, err) < 0)
+		return -1;
+	if (!id) {
+		scan_sort(out);
+		return 0;
+	}
+	uint64_t mine = owner_hash(id, ifname), mine_legacy = owner_hash(id, NULL);
+	struct cache c;
+	bool on = cache_load(s, &c) && inos_unique(out);
+	/* Believed only when nobody else changed the directory since our
+	 * last stamp; otherwise every file is read and the cache rewritten. */
+	bool trust = on && s->cache_good;
+	/* Per entry: 0 no line, 1 a live line, 2 a line to add; and its hash. */
+	_cleanup_free_ unsigned char *state = xcalloc(out->n + 1, 1);
+	_cleanup_free_ uint64_t *hash = xcalloc(out->n + 1, sizeof(*hash));
+	size_t live = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		struct cni_store_entry *e = &out->e[i];
+		if (e->type != DT_REG && e->type != DT_UNKNOWN)
+			continue; /* no owner: nothing to read */
+		ssize_t k = trust ? cache_find(&c, e->name, e->ino) : -1;
+		if (k >= 0) {
+			state[i] = 1, hash[i] = c.l[k].hash, live++;
+			if (hash[i] == mine || hash[i] == mine_legacy)
+				entry_read(s, e); /* confirmed by the file itself */
+			else
+				e->regular = e->type == DT_REG;
+			continue;
+		}
+		entry_read(s, e);
+		if (on && e->regular && e->id)
+			state[i] = 2, hash[i] = owner_hash(e->id, e->ifname);
+	}
+	s->cache_good = s->cache_on = false;
+	if (on) {
+		/* Append what is new; rewrite when it was not believed, or
+		 * dead lines (released reservations, stamps, foreign bytes)
+		 * are many. A crash in the middle leaves no stamp of the
+		 * directory as it is then: the next scan reads every file. */
+		size_t dead = c.n - live;
+		bool rewrite = !trust || !c.header || c.torn || c.len >= CACHE_MAX ||
+			       (dead > 32 && dead > live / 4);
+		struct strbuf b = {0};
+		if (rewrite)
+			line_raw(&b, CACHE_HEADER);
+		for (size_t i = 0; i < out->n; i++)
+			if (state[i] == 2 || (rewrite && state[i] == 1))
+				line_add(&b, hash[i], out->e[i].ino, out->e[i].name);
+		bool ok = !rewrite || ftruncate(s->lockfd, 0) == 0;
+		if (ok && b.n)
+			ok = write_all(s->lockfd, b.p, b.n) == 0;
+		free(b.p);
+		s->cache_good = s->cache_on = ok;
+		if (rewrite) /* the stamp went with the old lines: the unlock writes one */
+			s->stamp.tv_sec = -1, s->stamp.tv_nsec = -1;
+	}
+	cache_free(&c);
+	scan_sort(out);
 	return 0;
 }
 
@@ -233,20 +651,6 @@ bool store_entry_owned(const struct cni_store_entry *e, const char *id, const ch
 	if (!e->id || !streq(e->id, id))
 		return false;
 	return !e->ifname || streq(e->ifname, ifname);
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 /* Create a temporary file holding data; returns its fd, name in tmp. */
@@ -281,12 +685,24 @@ int store_reserve(struct cni_store *s, const struct cni_ip *ip, const char *id, 
 	int fd = tmp_create(s, data, len, tmp);
 	if (fd < 0)
 		return err_errno(err, CNI_ERR_IO, fd, "cannot write in %.100s", s->path);
+	struct stat st;
+	if (!s->cache_on || fstat(fd, &st) < 0)
+		st.st_ino = 0;
 	close(fd);
+	s->cache_good = s->cache_good && st.st_ino; /* a reservation without its line */
 	int r = linkat(s->dirfd, tmp, s->dirfd, name, 0);
 	int e = errno;
 	unlinkat(s->dirfd, tmp, 0);
 	if (r < 0 && e == EEXIST)
 		return 0;
+	if (r == 0 && st.st_ino) {
+		/* The owner cache learns the new reservation. */
+		struct strbuf b = {0};
+		line_add(&b, owner_hash(id, ifname), st.st_ino, name);
+		if (write_all(s->lockfd, b.p, b.n) < 0)
+			s->cache_good = s->cache_on = false;
+		free(b.p);
+	}
 	if (r < 0 && (e == EPERM || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS)) {
 		/* No hard links here (some FUSE and vfat mounts): an exclusive
 		 * create still never takes an address twice. */
@@ -297,6 +713,7 @@ int store_reserve(struct cni_store *s, const struct cni_ip *ip, const char *id, 
 		if (fd < 0)
 			return err_errno(err, CNI_ERR_IO, errno, "cannot create %.100s/%s", s->path,
 					 name);
+		s->cache_good = s->cache_on = false; /* a reservation without its line */
 		e = write_all(fd, data, len);
 		close(fd);
 		if (e) {
@@ -359,10 +776,34 @@ static int entry_remove(struct cni_store *s, const struct cni_store_entry *e, st
 	return 0;
 }
 
+int store_read(struct cni_store *s, const struct cni_ip *ip, struct cni_store_entry *e)
+{
+	char name[IP_STRLEN];
+	memset(e, 0, sizeof(*e));
+	ip_format(ip, name);
+	struct stat st;
+	if (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	e->ip = *ip;
+	e->name = xstrdup(name);
+	e->ino = st.st_ino;
+	e->type = S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+	if (S_ISREG(st.st_mode))
+		entry_read(s, e);
+	return 1;
+}
+
+int store_remove(struct cni_store *s, const struct cni_store_entry *e, struct cni_err *err)
+{
+	return e->regular ? entry_remove(s, e, err) : 0;
+}
+
 int store_release(struct cni_store *s, const char *id, const char *ifname, struct cni_err *err)
 {
 	struct cni_store_scan sc;
-	if (store_scan(s, &sc, err) < 0)
+	/* Only (id, ifname)'s exact and id-only records matter: the owner
+	 * scan reads every file that may be either. */
+	if (store_scan_owner(s, id, ifname, &sc, err) < 0)
 		return -1;
 	int removed = 0, rc = 0;
 	/* Pass 0: the exact owner. Pass 1, only if pass 0 found nothing:

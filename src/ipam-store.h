@@ -4,7 +4,8 @@
  *   <dataDir>/<network>/<ip>                 "<container id>\r\n<ifname>"
  *   <dataDir>/<network>/last_reserved_ip.<N> the last address given from
  *                                            range set N (no newline)
- *   <dataDir>/<network>/lock                 flock(LOCK_EX) around changes
+ *   <dataDir>/<network>/lock                 flock(LOCK_EX) around changes;
+ *                                            holds our owner cache (below)
  *
  * Files written before the reference recorded the interface hold only the
  * container id; they match any ifname of that container. A file whose name
@@ -17,7 +18,35 @@
  * writing a temporary file and link()ing it to the address's name, which
  * is atomic and fails if the name exists: a reader never sees a partial
  * owner, and a crash leaves at worst a temporary file, removed by the next
- * scan. The lock is the reference's, so the two can run side by side. */
+ * scan. The lock is the reference's, so the two can run side by side.
+ *
+ * The owner cache. An ADD must know whether the attachment already holds
+ * an address, and only the files' contents tell; reading a thousand of
+ * them costs milliseconds. So the lock file, whose contents the reference
+ * never uses, holds a header line ("# cni host-local owner cache ...")
+ * and one line per reservation read or made:
+ *
+ *   "<16 hex: hash of the owner record> <inode number> <file name>\n"
+ *
+ * and, after each of our operations that changed the directory, a stamp
+ * "@ <sec> <nsec>\n" of the directory's ctime. The lines are believed only
+ * when the file still ends with the stamp of the directory's ctime now:
+ * nobody else created, removed or renamed anything since (a reservation
+ * is never rewritten in place). Then a line counts for the name readdir
+ * shows with that inode number (the latest line, as a name we removed and
+ * made again may get its inode number back), and a hash matching the
+ * attachment is confirmed by reading the file. Otherwise (the reference,
+ * an older cni, a crash, a filesystem without sub-second timestamps) the
+ * next ADD reads every file and rewrites the cache. (Without fine-grained
+ * timestamps, a change made in the clock tick of our stamp keeps the
+ * ctime: a line then misleads only if that change also gave a name and
+ * its inode number to another owner, and a wrong line can only hide a
+ * duplicate ADD, which runtimes must not make; one that names the
+ * attachment is always confirmed.) Dead lines are dropped when they are
+ * many. The reference reads the lock file like any other in
+ * its walks and compares its trimmed contents with "<id>\r\n<ifname>" or
+ * "<id>": several lines holding no "\r" can equal neither, and nothing of
+ * its own reads or writes the lock's contents. */
 #ifndef CNI_IPAM_STORE_H
 #define CNI_IPAM_STORE_H
 
@@ -35,6 +64,9 @@ struct cni_store_entry {
 	char *id;     /* owner's container id; NULL if unreadable or not a file */
 	char *ifname; /* NULL: written without an ifname (legacy), or no owner */
 	bool regular; /* a regular file (GC and DEL only ever remove these) */
+	/* From readdir, for the store's own use: */
+	uint64_t ino;
+	unsigned char type; /* DT_* */
 };
 
 /* The reservations present, sorted by address. */
@@ -71,6 +103,14 @@ static inline void store_scan_clearp(struct cni_store_scan *sc)
 {
 	store_scan_clear(sc);
 }
+/* For an ADD of (id, ifname): every reservation, as store_scan finds
+ * them, but the owner (id, ifname, regular) read only of those the owner
+ * cache does not show belonging to someone else; so store_entry_owned()
+ * answers for (id, ifname) as after store_scan, for the others it is
+ * false. With the lock held, the cache is brought up to date. With id NULL,
+ * the addresses only, no file read, the cache untouched (STATUS). */
+int store_scan_owner(struct cni_store *s, const char *id, const char *ifname,
+		     struct cni_store_scan *out, struct cni_err *err);
 /* The entry reserving ip, or NULL (binary search). */
 const struct cni_store_entry *store_scan_find(const struct cni_store_scan *sc,
 					      const struct cni_ip *ip);
@@ -89,9 +129,18 @@ int store_unreserve(struct cni_store *s, const struct cni_ip *ip, struct cni_err
 int store_get_last(struct cni_store *s, size_t set, struct cni_ip *ip);
 int store_set_last(struct cni_store *s, size_t set, const struct cni_ip *ip, struct cni_err *err);
 
+/* The reservation of ip under its canonical name (the one store_reserve
+ * and the reference write), read without a scan: 1 with *e filled (owned:
+ * store_entry_clear), 0 when no such name. */
+int store_read(struct cni_store *s, const struct cni_ip *ip, struct cni_store_entry *e);
+void store_entry_clear(struct cni_store_entry *e);
+/* Remove the file of e, if it is a regular file. Missing is success. */
+int store_remove(struct cni_store *s, const struct cni_store_entry *e, struct cni_err *err);
+
 /* Release every reservation of (id, ifname); when there is none, those
- * written for id without an ifname (the reference's fallback). Returns the
- * number removed, or -1 (after removing what it could). */
+ * written for id without an ifname (the reference's fallback). Reads the
+ * files store_scan_owner reads. Returns the number removed, or -1 (after
+ * removing what it could). */
 int store_release(struct cni_store *s, const char *id, const char *ifname, struct cni_err *err);
 /* Release every reservation that keep() refuses. keep gets ifname NULL for
  * a legacy reservation and id "" for one without a readable owner. Returns

@@ -259,6 +259,96 @@ else
 	t_skip "side by side with the reference" "$REF not installed"
 fi
 
+# DEL with prevResult releases the addresses it names without reading the
+# others' files, when each range set shows one of this attachment's exact
+# reservations; anything else (someone else's address, a record without
+# an ifname, a set prevResult misses) falls back to reading every file.
+withprev() { jq -c --argjson p "$1" '. + {prevResult: $p}' <<<"$2"; }
+c=$(conf 1.0.0 "$dual")
+for id in dp1 dp2; do cni_run host-local ADD "$ns" eth0 "$id" <<<"$c"; eval "res_$id=\$OUT"; done
+cni_run host-local ADD "$ns" eth1 dp1 <<<"$c"; res_dp1b=$OUT
+cni_run host-local DEL "$ns" eth0 dp1 <<<"$(withprev "$res_dp1" "$c")"
+t_is "DEL with prevResult" "$RC:$OUT" "0:"
+t_is "  released exactly that attachment's addresses" "$(files hlnet)" \
+	"10.200.40.3 10.200.40.4 fd00:200:40::3 fd00:200:40::4 last_reserved_ip.0 last_reserved_ip.1 lock"
+cni_run host-local DEL "$ns" eth0 dp1 <<<"$(withprev "$res_dp1" "$c")"
+t_is "  again: nothing left to release" "$RC:$(files hlnet | wc -w)" "0:7"
+# prevResult naming dp2's v4 address for dp1/eth1: read everything, release
+# only dp1/eth1's.
+cni_run host-local DEL "$ns" eth1 dp1 <<<"$(withprev "$(jq -c --argjson o "$res_dp2" '.ips[0] = $o.ips[0]' <<<"$res_dp1b")" "$c")"
+t_is "DEL with someone else's address in prevResult releases only its own" "$RC:$(files hlnet)" \
+	"0:10.200.40.3 fd00:200:40::3 last_reserved_ip.0 last_reserved_ip.1 lock"
+# prevResult without the v6 address: both go all the same.
+cni_run host-local DEL "$ns" eth0 dp2 <<<"$(withprev "$(jq -c '.ips |= .[:1]' <<<"$res_dp2")" "$c")"
+t_is "DEL with prevResult missing a range set releases every address" "$RC:$(files hlnet)" \
+	"0:last_reserved_ip.0 last_reserved_ip.1 lock"
+# A record without an ifname; an address of another IPAM in prevResult.
+printf 'dp3' >"$D/hlnet/10.200.40.9"
+cni_run host-local DEL "$ns" eth0 dp3 <<<"$(withprev '{"cniVersion":"1.0.0","ips":[{"address":"10.200.40.9/24"}]}' "$c")"
+t_is "DEL from prevResult of a record without an ifname" "$RC:$(files hlnet)" \
+	"0:last_reserved_ip.0 last_reserved_ip.1 lock"
+printf 'other\r\neth0' >"$D/hlnet/192.0.2.7"
+cni_run host-local ADD "$ns" eth0 dp4 <<<"$c"
+cni_run host-local DEL "$ns" eth0 dp4 <<<"$(withprev "$(jq -c '.ips += [{"address":"192.0.2.7/24"}]' <<<"$OUT")" "$c")"
+t_is "  another IPAM's address in prevResult is left alone" "$RC:$(files hlnet)" \
+	"0:192.0.2.7 last_reserved_ip.0 last_reserved_ip.1 lock"
+if command -v strace >/dev/null; then
+	for i in $(seq 10 60); do printf 'r-%s\r\neth0' "$i" >"$D/hlnet/10.200.40.$i"; done
+	# CMD ID [PREV]: run under strace (where LeakSanitizer cannot), count
+	# the reservation files opened.
+	traced() {
+		OUT=$(env CNI_COMMAND="$1" CNI_NETNS="$ns" CNI_IFNAME=eth0 CNI_CONTAINERID="$2" \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+			strace -qq -f -e trace=openat -o "$T_TMP/strace" "$T_BIN/host-local" \
+			<<<"$(if [ -n "${3-}" ]; then withprev "$3" "$c"; else echo "$c"; fi)")
+		RC=$?
+		OPENED=$(grep -cE 'openat\([0-9]+, "[0-9a-fA-F][0-9a-fA-F:.]*"' "$T_TMP/strace")
+	}
+	traced ADD dp5
+	t_is "ADD after another changed the store reads every reservation" "$RC:$OPENED" "0:52"
+	traced DEL dp5 "$OUT"
+	t_is "DEL from prevResult reads only its own two" "$RC:$OPENED" "0:2"
+	traced ADD dp6
+	t_is "ADD reads none of those it knows from the owner cache" "$RC:$OPENED" "0:0"
+	traced ADD dp7
+	traced DEL dp6
+	t_is "DEL without prevResult reads only its own two" "$RC:$OPENED" "0:2"
+	t_is "  and releases them" "$(ls "$D/hlnet" | grep -c '^\(10\|fd\)')" 53
+	printf 'r-x\r\neth0' >"$D/hlnet/10.200.40.99"
+	traced ADD dp8
+	t_is "every file is read again once another changed the store" "$RC:$OPENED" "0:55"
+	for id in dp7 dp8; do cni_run host-local DEL "$ns" eth0 "$id" <<<"$c"; done
+else
+	t_skip "DEL and ADD read only what they must" "strace not installed"
+fi
+t_like "the owner cache is in the lock file" "$(head -1 "$D/hlnet/lock")" '^# cni host-local owner cache'
+rm -rf "${D:?}/hlnet"
+
+# The owner cache beside the reference: whatever it changes is seen.
+if [ -x "$REF" ]; then
+	c=$(conf 1.0.0 "$small")
+	cni_run host-local ADD "$ns" eth0 oc1 <<<"$c"
+	t_json "ADD" '.ips[0].address' "10.200.41.2/29"
+	refrun DEL oc1 <<<"$c" >/dev/null
+	# The reference gives the same name (and likely the same inode) to
+	# another container: its second ADD by us is a duplicate.
+	out=$(env CNI_COMMAND=ADD CNI_CONTAINERID=oc2 CNI_NETNS="$ns" CNI_IFNAME=eth0 CNI_ARGS=IP=10.200.41.2 \
+		CNI_PATH=/usr/lib/cni "$REF" <<<"$c" 2>/dev/null)
+	t_is "the reference reuses the address" "$(jq -r '.ips[0].address' <<<"$out")" "10.200.41.2/29"
+	cni_run host-local ADD "$ns" eth0 oc2 <<<"$c"
+	t_err "a second ADD of the reference's attachment is refused" 999 '10\.200\.41\.2 is already allocated to oc2'
+	cni_run host-local ADD "$ns" eth0 oc3 <<<"$c"
+	t_json "ours continues after the reference's" '.ips[0].address' "10.200.41.3/29"
+	refrun CHECK oc3 <<<"$(withprev "$OUT" "$c")" >/dev/null
+	t_is "the reference's CHECK of ours, with the cache in the lock" "$?" 0
+	refrun DEL oc3 <<<"$c" >/dev/null
+	refrun DEL oc2 <<<"$c" >/dev/null
+	t_is "the reference's DELs keep the lock file" "$(files hlnet)" "last_reserved_ip.0 lock"
+	cni_run host-local ADD "$ns" eth0 oc3 <<<"$c"
+	t_json "ours ADDs again what the reference released" '.ips[0].address' "10.200.41.4/29"
+	rm -rf "${D:?}/hlnet"
+fi
+
 # Malformed configs: code 7 naming the field, and nothing written.
 bad() {
 	local desc=$1 ipam=$2 re=$3 extra=${4:-{\}}
