@@ -40,7 +40,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #define T "inet cni"
 
@@ -116,12 +115,8 @@ static struct nft_ctx *ctx_new(void)
 static struct nft_ctx *ctx_get(bool json)
 {
 	static struct nft_ctx *ctx;
-	static dev_t ns_dev;
-	static ino_t ns_ino;
-	struct stat st;
-	if (stat("/proc/self/ns/net", &st) < 0)
-		st.st_dev = 0, st.st_ino = 0;
-	if (ctx && (!st.st_ino || st.st_dev != ns_dev || st.st_ino != ns_ino)) {
+	static struct nfnl_ns ns;
+	if (!nfnl_same_netns(&ns) && ctx) {
 		nft.ctx_free(ctx);
 		ctx = NULL;
 	}
@@ -129,8 +124,6 @@ static struct nft_ctx *ctx_get(bool json)
 		ctx = ctx_new();
 		if (!ctx)
 			return NULL;
-		ns_dev = st.st_dev;
-		ns_ino = st.st_ino;
 	}
 	nft.ctx_output_set_flags(ctx, json ? NFT_CTX_OUTPUT_JSON : 0);
 	/* Both rewind their buffer: start each command with empty ones. */

@@ -67,24 +67,28 @@ int nfnl_family(const char *word)
 	return -1;
 }
 
+bool nfnl_same_netns(struct nfnl_ns *key)
+{
+	struct stat st;
+	struct nfnl_ns now = {0, 0};
+	if (stat("/proc/self/ns/net", &st) == 0)
+		now = (struct nfnl_ns){st.st_dev, st.st_ino};
+	bool same = now.ino && now.dev == key->dev && now.ino == key->ino;
+	*key = now;
+	return same;
+}
+
 /* The process's socket in the current network namespace, or -1. */
 static int nfnl_socket(void)
 {
 	static int fd = -1;
-	static dev_t ns_dev;
-	static ino_t ns_ino;
-	struct stat st;
-	if (stat("/proc/self/ns/net", &st) < 0)
-		st.st_dev = 0, st.st_ino = 0;
-	if (fd >= 0 && (!st.st_ino || st.st_dev != ns_dev || st.st_ino != ns_ino)) {
+	static struct nfnl_ns ns;
+	if (!nfnl_same_netns(&ns) && fd >= 0) {
 		close(fd);
 		fd = -1;
 	}
-	if (fd < 0) {
+	if (fd < 0)
 		fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-		ns_dev = st.st_dev;
-		ns_ino = st.st_ino;
-	}
 	return fd;
 }
 

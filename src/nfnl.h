@@ -35,6 +35,14 @@ typedef int (*nfnl_cb)(const struct nlmsghdr *h, const void *attrs, size_t len, 
 int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attrs, size_t alen,
 		 nfnl_cb cb, void *arg);
 
+/* Whether the current network namespace is the one *key recorded (a
+ * key of zeros matches none); if not, *key is set to it. Per-process
+ * netfilter sockets are made again when this says no. */
+struct nfnl_ns {
+	unsigned long long dev, ino;
+};
+bool nfnl_same_netns(struct nfnl_ns *key);
+
 /* The nftables family of a table's family word ("ip", "inet", ...), or -1. */
 int nfnl_family(const char *word);
 
