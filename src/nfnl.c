@@ -112,7 +112,8 @@ int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attr
 	struct nfgenmsg g = {.nfgen_family = family, .version = NFNETLINK_V0};
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + NLMSG_HDRLEN, &g, sizeof(g));
-	memcpy(buf + hlen, attrs, alen);
+	if (alen)
+		memcpy(buf + hlen, attrs, alen);
 	if (send(fd, buf, h.nlmsg_len, 0) < 0)
 		return -errno;
 	int r = 0;
