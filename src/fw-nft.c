@@ -132,6 +132,15 @@ static struct nft_ctx *ctx_get(bool json)
 	return ctx;
 }
 
+/* Why there is no context: libnftables is missing, or out of memory. */
+static int nft_ctx_err(struct cni_err *err)
+{
+	if (!nft_load())
+		return err_set(err, CNI_ERR_NOT_AVAILABLE,
+			       "nftables backend unavailable: cannot load libnftables.so.1");
+	return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+}
+
 /* The useful part of libnftables' error text: the first line, trimmed. */
 static void nft_errtext(struct nft_ctx *c, char *buf, size_t size)
 {
@@ -153,7 +162,7 @@ static int nft_run(const char *cmds, const char *what, struct cni_err *err)
 {
 	struct nft_ctx *c = ctx_get(false);
 	if (!c)
-		return err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+		return nft_ctx_err(err);
 	if (nft.run_cmd_from_buffer(c, cmds) == 0)
 		return 0;
 	if (err) {
@@ -304,8 +313,7 @@ bool fw_nft_available(void)
 {
 	static int cached = -1;
 	if (cached < 0)
-		cached = nfnl_request(NFNL_NFT(NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL, 0, NULL, NULL) == 0 &&
-			 nft_load();
+		cached = nfnl_request(NFNL_NFT(NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL, 0, NULL, NULL) == 0;
 	return cached;
 }
 
@@ -315,7 +323,7 @@ static struct cni_json *nft_list(const char *what, bool *gone, struct cni_err *e
 	*gone = false;
 	struct nft_ctx *c = ctx_get(true);
 	if (!c) {
-		err_set(err, CNI_ERR_INTERNAL, "nftables: cannot create a context");
+		nft_ctx_err(err);
 		return NULL;
 	}
 	_cleanup_free_ char *cmd = xasprintf("list %s", what);
@@ -1076,12 +1084,157 @@ static void masq_plan(struct nplan *p, const struct fw_att *a, const struct cni_
 	}
 }
 
+/* The fast path of masq ADD as raw nfnetlink, the expressions nft itself
+ * makes of masq_plan's rules: no libnftables (its cache is 2 MiB and grows
+ * with the table) in a bridge or ptp ADD. Any failure (no table yet, a
+ * re-ADD, a key held by another attachment) leaves the work to plan_apply. */
+static void raw_expr(struct nfnl_batch *b, const char *name)
+{
+	nfnl_nest(b, NFTA_LIST_ELEM);
+	nfnl_put_strz(b, NFTA_EXPR_NAME, name);
+	nfnl_nest(b, NFTA_EXPR_DATA);
+}
+
+static void raw_expr_end(struct nfnl_batch *b)
+{
+	nfnl_nest_end(b);
+	nfnl_nest_end(b);
+}
+
+static void raw_value(struct nfnl_batch *b, int type, const void *v, size_t len)
+{
+	nfnl_nest(b, type);
+	nfnl_put(b, NFTA_DATA_VALUE, v, len);
+	nfnl_nest_end(b);
+}
+
+static void raw_cmp(struct nfnl_batch *b, int op, const void *v, size_t len)
+{
+	raw_expr(b, "cmp");
+	nfnl_put_be32(b, NFTA_CMP_SREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_CMP_OP, (uint32_t)op);
+	raw_value(b, NFTA_CMP_DATA, v, len);
+	raw_expr_end(b);
+}
+
+static void raw_payload(struct nfnl_batch *b, uint32_t offset, uint32_t len)
+{
+	raw_expr(b, "payload");
+	nfnl_put_be32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
+	nfnl_put_be32(b, NFTA_PAYLOAD_OFFSET, offset);
+	nfnl_put_be32(b, NFTA_PAYLOAD_LEN, len);
+	raw_expr_end(b);
+}
+
+/* User data holding a comment, as libnftnl writes it. */
+static void raw_comment(struct nfnl_batch *b, int type, const char *comment)
+{
+	uint8_t ud[2 + 256];
+	size_t n = strlen(comment) + 1;
+	if (n > 255)
+		n = 255;
+	ud[0] = UDATA_RULE_COMMENT; /* the element's comment type is 0 too */
+	ud[1] = (uint8_t)n;
+	memcpy(ud + 2, comment, n - 1);
+	ud[1 + n] = 0;
+	nfnl_put(b, type, ud, 2 + n);
+}
+
+/* "ip saddr IP ip daddr != NET masquerade comment C". */
+static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct cni_cidr *c,
+			  const char *comment)
+{
+	bool v4 = c->ip.family == AF_INET;
+	uint32_t len = v4 ? 4 : 16;
+	struct cni_cidr net = ip_cidr_network(c);
+	uint8_t proto = v4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+	nfnl_batch_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, NFPROTO_INET);
+	nfnl_put_strz(b, NFTA_RULE_TABLE, "cni");
+	nfnl_put_strz(b, NFTA_RULE_CHAIN, chain);
+	nfnl_nest(b, NFTA_RULE_EXPRESSIONS);
+	raw_expr(b, "meta");
+	nfnl_put_be32(b, NFTA_META_DREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_META_KEY, NFT_META_NFPROTO);
+	raw_expr_end(b);
+	raw_cmp(b, NFT_CMP_EQ, &proto, 1);
+	raw_payload(b, v4 ? 12 : 8, len);
+	raw_cmp(b, NFT_CMP_EQ, c->ip.a, len);
+	/* A whole-byte prefix compares its bytes; another is masked. */
+	uint32_t dst = v4 ? 16 : 24;
+	if (net.prefix > 0 && net.prefix % 8 == 0) {
+		raw_payload(b, dst, (uint32_t)net.prefix / 8);
+		raw_cmp(b, NFT_CMP_NEQ, net.ip.a, (size_t)net.prefix / 8);
+	} else {
+		uint8_t mask[16] = {0}, zero[16] = {0};
+		for (int i = 0; i < net.prefix; i++)
+			mask[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+		raw_payload(b, dst, len);
+		raw_expr(b, "bitwise");
+		nfnl_put_be32(b, NFTA_BITWISE_SREG, NFT_REG_1);
+		nfnl_put_be32(b, NFTA_BITWISE_DREG, NFT_REG_1);
+		nfnl_put_be32(b, NFTA_BITWISE_LEN, len);
+		raw_value(b, NFTA_BITWISE_MASK, mask, len);
+		raw_value(b, NFTA_BITWISE_XOR, zero, len);
+		raw_expr_end(b);
+		raw_cmp(b, NFT_CMP_NEQ, net.ip.a, len);
+	}
+	nfnl_nest(b, NFTA_LIST_ELEM);
+	nfnl_put_strz(b, NFTA_EXPR_NAME, "masq");
+	nfnl_nest_end(b);
+	nfnl_nest_end(b);
+	raw_comment(b, NFTA_RULE_USERDATA, comment);
+}
+
+/* "add element T map { KEY comment C : jump CHAIN }". */
+static void raw_jump_elem(struct nfnl_batch *b, const char *map, const void *key, size_t len,
+			  const char *chain, const char *comment)
+{
+	nfnl_batch_msg(b, NFT_MSG_NEWSETELEM, NLM_F_CREATE, NFPROTO_INET);
+	nfnl_put_strz(b, NFTA_SET_ELEM_LIST_TABLE, "cni");
+	nfnl_put_strz(b, NFTA_SET_ELEM_LIST_SET, map);
+	nfnl_nest(b, NFTA_SET_ELEM_LIST_ELEMENTS);
+	nfnl_nest(b, NFTA_LIST_ELEM);
+	raw_value(b, NFTA_SET_ELEM_KEY, key, len);
+	nfnl_nest(b, NFTA_SET_ELEM_DATA);
+	nfnl_nest(b, NFTA_DATA_VERDICT);
+	nfnl_put_be32(b, NFTA_VERDICT_CODE, (uint32_t)NFT_JUMP);
+	nfnl_put_strz(b, NFTA_VERDICT_CHAIN, chain);
+	nfnl_nest_end(b);
+	nfnl_nest_end(b);
+	raw_comment(b, NFTA_SET_ELEM_USERDATA, comment);
+	nfnl_nest_end(b);
+	nfnl_nest_end(b);
+}
+
+static int masq_raw_add(const struct nplan *p, const struct cni_cidr *nets, size_t n)
+{
+	struct nfnl_batch b;
+	nfnl_batch_init(&b);
+	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
+	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
+	nfnl_put_strz(&b, NFTA_CHAIN_NAME, p->chains[0]);
+	for (size_t i = 0; i < p->n_rules; i++) {
+		_cleanup_free_ char *c = xasprintf("%s %s", p->rules[i].map, p->rules[i].key);
+		raw_masq_rule(&b, p->chains[0], &nets[i], c);
+	}
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (plan_first_key(p, i))
+			raw_jump_elem(&b, p->rules[i].map, nets[i].ip.a,
+				      nets[i].ip.family == AF_INET ? 4 : 16, p->chains[0], p->comment);
+	int r = nfnl_batch_send(&b);
+	nfnl_batch_free(&b);
+	return r;
+}
+
 int fw_nft_masq_add(const struct fw_att *a, const struct cni_cidr *nets, size_t n,
 		    struct cni_err *err)
 {
 	struct nplan p;
 	masq_plan(&p, a, nets, n);
-	int r = plan_apply(&p, "masquerade setup", err);
+	int r = p.n_rules == n && masq_raw_add(&p, nets, n) == 0
+		    ? 0
+		    : plan_apply(&p, "masquerade setup", err);
 	plan_free(&p);
 	return r;
 }

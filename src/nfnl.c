@@ -2,8 +2,10 @@
 #include "nfnl.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -92,10 +94,17 @@ static int nfnl_socket(void)
 	return fd;
 }
 
+static uint32_t seq;
+
+/* The sequence numbers of the batch being sent, and its first error. */
+static struct {
+	uint32_t lo, hi;
+	int err;
+} batch;
+
 int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attrs, size_t alen,
 		 nfnl_cb cb, void *arg)
 {
-	static uint32_t seq;
 	static char *buf;
 	int fd = nfnl_socket();
 	if (fd < 0)
@@ -127,8 +136,16 @@ int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attr
 		size_t left = (size_t)got;
 		for (struct nlmsghdr *m = (struct nlmsghdr *)buf; NLMSG_OK(m, left);
 		     m = NLMSG_NEXT(m, left)) {
-			if (m->nlmsg_seq != seq)
-				continue; /* an answer to an earlier, abandoned request */
+			if (m->nlmsg_seq != seq) {
+				/* A batch's error, or an answer to an earlier,
+				 * abandoned request. */
+				const struct nlmsgerr *e = NLMSG_DATA(m);
+				if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_seq >= batch.lo &&
+				    m->nlmsg_seq <= batch.hi &&
+				    m->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error && !batch.err)
+					batch.err = e->error;
+				continue;
+			}
 			if (m->nlmsg_type == NLMSG_DONE) {
 				done = true;
 				break;
@@ -146,4 +163,117 @@ int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attr
 		}
 	}
 	return r;
+}
+
+/* Batches ------------------------------------------------------------*/
+
+static void *batch_room(struct nfnl_batch *b, size_t n)
+{
+	while (b->len + n > b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 4096;
+		b->buf = xrealloc(b->buf, b->cap);
+	}
+	void *p = b->buf + b->len;
+	memset(p, 0, n);
+	b->len += n;
+	return p;
+}
+
+/* A message header and nfgenmsg; returns its offset. */
+static size_t batch_header(struct nfnl_batch *b, uint16_t type, uint16_t flags, uint8_t family,
+			   uint16_t res_id)
+{
+	size_t off = b->len;
+	struct nlmsghdr *h = batch_room(b, NLMSG_LENGTH(sizeof(struct nfgenmsg)));
+	h->nlmsg_type = type;
+	h->nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags);
+	h->nlmsg_seq = b->seq = ++seq;
+	struct nfgenmsg *g = NLMSG_DATA(h);
+	g->nfgen_family = family;
+	g->version = NFNETLINK_V0;
+	g->res_id = htons(res_id);
+	return off;
+}
+
+static void batch_close(struct nfnl_batch *b)
+{
+	if (b->msg != (size_t)-1)
+		((struct nlmsghdr *)(b->buf + b->msg))->nlmsg_len = (uint32_t)(b->len - b->msg);
+	b->msg = (size_t)-1;
+}
+
+void nfnl_batch_init(struct nfnl_batch *b)
+{
+	*b = (struct nfnl_batch){.msg = (size_t)-1};
+	b->msg = batch_header(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+	b->seq0 = b->seq;
+	batch_close(b);
+}
+
+void nfnl_batch_free(struct nfnl_batch *b)
+{
+	free(b->buf);
+	*b = (struct nfnl_batch){.msg = (size_t)-1};
+}
+
+void nfnl_batch_msg(struct nfnl_batch *b, int msg, uint16_t flags, uint8_t family)
+{
+	batch_close(b);
+	b->msg = batch_header(b, (uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | msg), flags, family, 0);
+}
+
+void nfnl_put(struct nfnl_batch *b, int type, const void *data, size_t len)
+{
+	struct nlattr *a = batch_room(b, NLA_ALIGN(NLA_HDRLEN + len));
+	a->nla_len = (uint16_t)(NLA_HDRLEN + len);
+	a->nla_type = (uint16_t)type;
+	if (len)
+		memcpy((char *)a + NLA_HDRLEN, data, len);
+}
+
+void nfnl_put_strz(struct nfnl_batch *b, int type, const char *s)
+{
+	nfnl_put(b, type, s, strlen(s) + 1);
+}
+
+void nfnl_put_be32(struct nfnl_batch *b, int type, uint32_t v)
+{
+	v = htonl(v);
+	nfnl_put(b, type, &v, sizeof(v));
+}
+
+void nfnl_nest(struct nfnl_batch *b, int type)
+{
+	if (b->depth == sizeof(b->nest) / sizeof(b->nest[0]))
+		abort();
+	b->nest[b->depth++] = b->len;
+	nfnl_put(b, type | NLA_F_NESTED, NULL, 0);
+}
+
+void nfnl_nest_end(struct nfnl_batch *b)
+{
+	size_t off = b->nest[--b->depth];
+	((struct nlattr *)(b->buf + off))->nla_len = (uint16_t)(b->len - off);
+}
+
+int nfnl_batch_send(struct nfnl_batch *b)
+{
+	batch_close(b);
+	b->msg = batch_header(b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+	batch_close(b);
+	int fd = nfnl_socket();
+	if (fd < 0)
+		return -errno;
+	batch.lo = b->seq0;
+	batch.hi = b->seq;
+	batch.err = 0;
+	if (send(fd, b->buf, b->len, 0) < 0)
+		return -errno;
+	/* The kernel answers a batch while we send it; errors come without
+	 * asking, successes say nothing. A request behind it tells where its
+	 * answers end. */
+	int r = nfnl_request((uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETGEN), 0, AF_UNSPEC, NULL,
+			     0, NULL, NULL);
+	batch.lo = batch.hi = 0;
+	return batch.err ? batch.err : r;
 }

@@ -46,4 +46,27 @@ bool nfnl_same_netns(struct nfnl_ns *key);
 /* The nftables family of a table's family word ("ip", "inet", ...), or -1. */
 int nfnl_family(const char *word);
 
+
+/* A batch of nf_tables changes, applied whole or not at all. */
+struct nfnl_batch {
+	char *buf;
+	size_t len, cap;
+	size_t msg;	   /* offset of the message being built */
+	size_t nest[8];	   /* offsets of the open nests */
+	size_t depth;
+	uint32_t seq0, seq; /* first and last sequence numbers */
+};
+void nfnl_batch_init(struct nfnl_batch *b);
+void nfnl_batch_free(struct nfnl_batch *b);
+/* Start a message of nf_tables type msg (NFT_MSG_*) with extra flags
+ * (NLM_F_CREATE, ...) for family. */
+void nfnl_batch_msg(struct nfnl_batch *b, int msg, uint16_t flags, uint8_t family);
+void nfnl_put(struct nfnl_batch *b, int type, const void *data, size_t len);
+void nfnl_put_strz(struct nfnl_batch *b, int type, const char *s);
+void nfnl_put_be32(struct nfnl_batch *b, int type, uint32_t v);
+void nfnl_nest(struct nfnl_batch *b, int type);
+void nfnl_nest_end(struct nfnl_batch *b);
+/* Send the batch; 0, or the kernel's first error (-errno). */
+int nfnl_batch_send(struct nfnl_batch *b);
+
 #endif

@@ -299,6 +299,39 @@ for be in nftables iptables; do
 	t_unlike "masquerade rule removed by DEL ($be)" "$(masq_rules "$be")" "${ip//./\\.}[/ ]"
 done
 
+# The nftables masquerade rules are sent as raw netlink on the fast path:
+# they must read back exactly as nft writes them (a prefix that is not a
+# whole number of bytes is masked), and masquerade for real: the outside
+# knows no route to the containers.
+nsq=$(t_netns bq)
+BRQ=tbrq$$
+t_defer "ip link del $BRQ"
+t_defer "ip link del tbrxo$$"
+ip link add "tbrxo$$" type veth peer name eth0 netns "${nsq##*/}"
+ip addr add 10.200.67.129/25 dev "tbrxo$$"
+ip link set "tbrxo$$" up
+ip -n "${nsq##*/}" addr add 10.200.67.130/25 dev eth0
+ip -n "${nsq##*/}" link set eth0 up
+sysctl -qw net.ipv4.ip_forward=1
+mq=$(conf "$(jq -nc --arg b "$BRQ" '{bridge: $b, isGateway: true, ipMasq: true, ipMasqBackend: "nftables",
+	name: "tbrmasqx", ipam: {ranges: [[{subnet: "10.200.67.0/25"}], [{subnet: "fd00:200:60::67:0/115"}]]}}')")
+add "$ns7" eth0 m-raw "$mq"
+t_added "ADD with ipMasq, dual stack, prefixes /25 and /115"
+ip4=$(jq -r '.ips[] | select(.address | test("^10")) | .address | sub("/.*"; "")' <<<"$OUT")
+ip6=$(jq -r '.ips[] | select(.address | test(":")) | .address | sub("/.*"; "")' <<<"$OUT")
+chain=$(nft list table inet cni | grep -o "jump masq-[0-9a-f-]*" | head -1 | cut -d' ' -f2)
+t_is "masquerade rules read back as nft writes them" \
+	"$(nft list chain inet cni "$chain" | grep masquerade | sed 's/^[[:space:]]*//')" \
+	"ip saddr $ip4 ip daddr != 10.200.67.0/25 masquerade comment \"masq_src4 $ip4\"
+ip6 saddr $ip6 ip6 daddr != fd00:200:60::67:0/115 masquerade comment \"masq_src6 $ip6\""
+t_like "map elements jump to the container's chain" "$(nft list map inet cni masq_src4)" \
+	"${ip4//./\\.} comment \"net tbrmasqx if eth0 id m-raw\" : jump $chain"
+t_ok "masqueraded: the container reaches a host that has no route back" ping4 "$ns7" 10.200.67.130
+cni_run bridge CHECK "$ns7" eth0 m-raw <<<"$(with_prev "$mq" "$OUT")"
+t_is "CHECK of the raw rules" "$RC:$OUT" "0:"
+del "$ns7" eth0 m-raw "$mq"
+t_is "DEL removes chain and elements" "$(nft list table inet cni | grep -c "$chain\|$ip4")" 0
+
 # Bad config: code 7 naming the field, nothing changed ---------------------
 ns8=$(t_netns b8)
 # Our part of the host (others may be testing at the same time): our
