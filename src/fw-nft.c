@@ -1141,6 +1141,56 @@ static void raw_comment(struct nfnl_batch *b, int type, const char *comment)
 	nfnl_put(b, type, ud, 2 + n);
 }
 
+/* A rule message for chain of table inet cni, its expressions opened. */
+static void raw_rule(struct nfnl_batch *b, const char *chain)
+{
+	nfnl_batch_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, NFPROTO_INET);
+	nfnl_put_strz(b, NFTA_RULE_TABLE, "cni");
+	nfnl_put_strz(b, NFTA_RULE_CHAIN, chain);
+	nfnl_nest(b, NFTA_RULE_EXPRESSIONS);
+}
+
+/* Expressions closed, then the rule's comment. */
+static void raw_rule_end(struct nfnl_batch *b, const char *comment)
+{
+	nfnl_nest_end(b);
+	raw_comment(b, NFTA_RULE_USERDATA, comment);
+}
+
+/* "ip saddr IP" (dst: daddr), "ip6 ..." for an IPv6 address. */
+static void raw_ip_match(struct nfnl_batch *b, const struct cni_ip *ip, bool dst)
+{
+	bool v4 = ip->family == AF_INET;
+	uint8_t proto = v4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+	raw_expr(b, "meta");
+	nfnl_put_be32(b, NFTA_META_DREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_META_KEY, NFT_META_NFPROTO);
+	raw_expr_end(b);
+	raw_cmp(b, NFT_CMP_EQ, &proto, 1);
+	raw_payload(b, v4 ? (dst ? 16 : 12) : (dst ? 24 : 8), v4 ? 4 : 16);
+	raw_cmp(b, NFT_CMP_EQ, ip->a, v4 ? 4 : 16);
+}
+
+/* An expression with no data ("masq"), or a verdict ("accept"). */
+static void raw_bare(struct nfnl_batch *b, const char *name)
+{
+	nfnl_nest(b, NFTA_LIST_ELEM);
+	nfnl_put_strz(b, NFTA_EXPR_NAME, name);
+	nfnl_nest_end(b);
+}
+
+static void raw_accept(struct nfnl_batch *b)
+{
+	raw_expr(b, "immediate");
+	nfnl_put_be32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+	nfnl_nest(b, NFTA_IMMEDIATE_DATA);
+	nfnl_nest(b, NFTA_DATA_VERDICT);
+	nfnl_put_be32(b, NFTA_VERDICT_CODE, NF_ACCEPT);
+	nfnl_nest_end(b);
+	nfnl_nest_end(b);
+	raw_expr_end(b);
+}
+
 /* "ip saddr IP ip daddr != NET masquerade comment C". */
 static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct cni_cidr *c,
 			  const char *comment)
@@ -1148,18 +1198,8 @@ static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct 
 	bool v4 = c->ip.family == AF_INET;
 	uint32_t len = v4 ? 4 : 16;
 	struct cni_cidr net = ip_cidr_network(c);
-	uint8_t proto = v4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
-	nfnl_batch_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, NFPROTO_INET);
-	nfnl_put_strz(b, NFTA_RULE_TABLE, "cni");
-	nfnl_put_strz(b, NFTA_RULE_CHAIN, chain);
-	nfnl_nest(b, NFTA_RULE_EXPRESSIONS);
-	raw_expr(b, "meta");
-	nfnl_put_be32(b, NFTA_META_DREG, NFT_REG_1);
-	nfnl_put_be32(b, NFTA_META_KEY, NFT_META_NFPROTO);
-	raw_expr_end(b);
-	raw_cmp(b, NFT_CMP_EQ, &proto, 1);
-	raw_payload(b, v4 ? 12 : 8, len);
-	raw_cmp(b, NFT_CMP_EQ, c->ip.a, len);
+	raw_rule(b, chain);
+	raw_ip_match(b, &c->ip, false);
 	/* A whole-byte prefix compares its bytes; another is masked. */
 	uint32_t dst = v4 ? 16 : 24;
 	if (net.prefix > 0 && net.prefix % 8 == 0) {
@@ -1179,11 +1219,8 @@ static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct 
 		raw_expr_end(b);
 		raw_cmp(b, NFT_CMP_NEQ, net.ip.a, len);
 	}
-	nfnl_nest(b, NFTA_LIST_ELEM);
-	nfnl_put_strz(b, NFTA_EXPR_NAME, "masq");
-	nfnl_nest_end(b);
-	nfnl_nest_end(b);
-	raw_comment(b, NFTA_RULE_USERDATA, comment);
+	raw_bare(b, "masq");
+	raw_rule_end(b, comment);
 }
 
 /* "add element T map { KEY comment C : jump CHAIN }". */
@@ -1308,6 +1345,53 @@ static void fw_plan(struct nplan *p, const struct fw_filter_conf *c)
 	}
 }
 
+/* The fast path of the firewall's ADD (no ingress policy) as raw
+ * nfnetlink, as masq_raw_add: per address "ip daddr IP ct state
+ * established,related accept" and "ip saddr IP accept", and their
+ * elements. */
+static int fw_raw_add(const struct nplan *p, const struct fw_filter_conf *c)
+{
+	if (p->n_rules != 2 * c->n_ips)
+		return -EINVAL;
+	struct nfnl_batch b;
+	nfnl_batch_init(&b);
+	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
+	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
+	nfnl_put_strz(&b, NFTA_CHAIN_NAME, p->chains[0]);
+	const uint32_t est_rel = 1u << 1 | 1u << 2, zero = 0; /* ct state bits, host order */
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct cni_ip *ip = &c->ips[i / 2].ip;
+		bool dst = i % 2 == 0;
+		_cleanup_free_ char *cm = xasprintf("%s %s", p->rules[i].map, p->rules[i].key);
+		raw_rule(&b, p->chains[0]);
+		raw_ip_match(&b, ip, dst);
+		if (dst) {
+			raw_expr(&b, "ct");
+			nfnl_put_be32(&b, NFTA_CT_DREG, NFT_REG_1);
+			nfnl_put_be32(&b, NFTA_CT_KEY, NFT_CT_STATE);
+			raw_expr_end(&b);
+			raw_expr(&b, "bitwise");
+			nfnl_put_be32(&b, NFTA_BITWISE_SREG, NFT_REG_1);
+			nfnl_put_be32(&b, NFTA_BITWISE_DREG, NFT_REG_1);
+			nfnl_put_be32(&b, NFTA_BITWISE_LEN, 4);
+			raw_value(&b, NFTA_BITWISE_MASK, &est_rel, 4);
+			raw_value(&b, NFTA_BITWISE_XOR, &zero, 4);
+			raw_expr_end(&b);
+			raw_cmp(&b, NFT_CMP_NEQ, &zero, 4);
+		}
+		raw_accept(&b);
+		raw_rule_end(&b, cm);
+	}
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (plan_first_key(p, i))
+			raw_jump_elem(&b, p->rules[i].map, c->ips[i / 2].ip.a,
+				      c->ips[i / 2].ip.family == AF_INET ? 4 : 16, p->chains[0],
+				      p->comment);
+	int r = nfnl_batch_send(&b);
+	nfnl_batch_free(&b);
+	return r;
+}
+
 int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
 {
 	struct nplan p;
@@ -1323,7 +1407,7 @@ int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
 			   c->bridge, c->bridge);
 		p.extra = ingress.s;
 	}
-	int r = plan_apply(&p, "firewall setup", err);
+	int r = !p.extra && fw_raw_add(&p, c) == 0 ? 0 : plan_apply(&p, "firewall setup", err);
 	plan_free(&p);
 	fw_buf_free(&ingress);
 	return r;

@@ -329,6 +329,15 @@ t_like "map elements jump to the container's chain" "$(nft list map inet cni mas
 t_ok "masqueraded: the container reaches a host that has no route back" ping4 "$ns7" 10.200.67.130
 cni_run bridge CHECK "$ns7" eth0 m-raw <<<"$(with_prev "$mq" "$OUT")"
 t_is "CHECK of the raw rules" "$RC:$OUT" "0:"
+if command -v strace >/dev/null; then
+	nsq2=$(t_netns bq2)
+	out2=$(env CNI_COMMAND=ADD CNI_NETNS="$nsq2" CNI_IFNAME=eth0 CNI_CONTAINERID=m-raw2 CNI_PATH="$CNI_PATH" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=openat -o "$T_TMP/br.strace" "$T_BIN/bridge" <<<"$mq" 2>/dev/null)
+	t_is "a bridge ADD with ipMasq does not load libnftables" \
+		"$(grep -c libnftables "$T_TMP/br.strace"):$(jq -r '.ips | length' <<<"$out2")" "0:2"
+	del "$nsq2" eth0 m-raw2 "$mq"
+fi
 del "$ns7" eth0 m-raw "$mq"
 t_is "DEL removes chain and elements" "$(nft list table inet cni | grep -c "$chain\|$ip4")" 0
 

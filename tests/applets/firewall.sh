@@ -177,6 +177,25 @@ hrun ADD ctr-a "$A" "$cA"
 t_is "FORWARD policy ACCEPT: ADD (default backend)" "$RC" 0
 t_like "... goes to nftables" "$(h nft list chain inet cni "fw-$tagA" 2>&1)" 'ip saddr 10.200.35.2 accept'
 t_is "... and not to iptables" "$(fwd | grep -c '10\.200\.35\.2')" 0
+t_is "... its rules (sent as raw netlink) read back as nft writes them" \
+	"$(h nft list chain inet cni "fw-$tagA" | grep accept | sed 's/^[[:space:]]*//')" \
+	'ip daddr 10.200.35.2 ct state established,related accept comment "fw_dst4 10.200.35.2"
+ip saddr 10.200.35.2 accept comment "fw_src4 10.200.35.2"
+ip6 daddr fd00:200:30::2 ct state established,related accept comment "fw_dst6 fd00:200:30::2"
+ip6 saddr fd00:200:30::2 accept comment "fw_src6 fd00:200:30::2"'
+t_like "... and its elements" "$(h nft list map inet cni fw_src6)" \
+	"fd00:200:30::2 comment \"net tfwnet if eth0 id ctr-a\" : jump fw-$tagA"
+hrun CHECK ctr-a "$A" "$cA"
+t_is "... CHECK" "$RC:$OUT" "0:"
+if command -v strace >/dev/null; then
+	hrun DEL ctr-a "$A" "$cA"
+	ip netns exec "$HN" env CNI_COMMAND=ADD CNI_CONTAINERID=ctr-a CNI_IFNAME=eth0 \
+		CNI_NETNS="/run/netns/$A" CNI_PATH="$CNI_PATH" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f -qq -e trace=openat -o "$T_TMP/fw.strace" "$T_BIN/firewall" <<<"$cA" >/dev/null 2>&1
+	t_is "... an ADD that finds the table ready does not load libnftables" \
+		"$(grep -c 'libnftables' "$T_TMP/fw.strace"):$(h nft list chain inet cni "fw-$tagA" | grep -c accept)" "0:4"
+fi
 t_ok "... A reaches the outside" pings "$A" 10.200.37.2
 t_spy iptables-save iptables-restore ip6tables-save ip6tables-restore
 PATH=$T_TMP/spy:$PATH hrun DEL ctr-a "$A" "$cA"
