@@ -363,10 +363,9 @@ static bool may_hold(int family, const char *table, const char *chain, const str
 {
 	if (legacy_table(family, table) || !fw_nft_available())
 		return true;
-	_cleanup_free_ char *t = xasprintf("%s %s", family == AF_INET6 ? "ip6" : "ip", table);
 	if (!ip)
-		return fw_nft_chain_exists(t, chain);
-	return fw_nft_chain_has_bytes(t, chain, ip->a, family == AF_INET6 ? 16 : 4);
+		return fw_nft_chain_exists(family, table, chain);
+	return fw_nft_chain_has_bytes(family, table, chain, ip->a, family == AF_INET6 ? 16 : 4);
 }
 
 bool fw_ipt_forward_may_drop(void)
@@ -377,8 +376,7 @@ bool fw_ipt_forward_may_drop(void)
 	 * policy and rules; legacy iptables in x_tables, where we cannot
 	 * cheaply, so a legacy filter table counts as dropping. */
 	if (fw_nft_available()) {
-		if (fw_nft_forward_may_drop("ip filter") > 0 ||
-		    fw_nft_forward_may_drop("ip6 filter") > 0)
+		if (fw_nft_forward_may_drop(AF_INET) > 0 || fw_nft_forward_may_drop(AF_INET6) > 0)
 			return true;
 	}
 	return legacy_table(AF_INET, "filter") || legacy_table(AF_INET6, "filter");

@@ -177,36 +177,25 @@ static int nft_run(const char *cmds, const char *what, struct cni_err *err)
 /* Raw reads (nfnl.c): no libnftables cache to load. ------------------*/
 
 #define NFNL_NFT(msg) ((uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | (msg)))
+_Static_assert(AF_INET == NFPROTO_IPV4 && AF_INET6 == NFPROTO_IPV6 && AF_BRIDGE == NFPROTO_BRIDGE,
+	       "fw.h passes table families as AF_* numbers");
 /* libnftnl's user data type of a rule comment. */
 #define UDATA_RULE_COMMENT 0
-
-/* Split "ip filter" into family and table name. */
-static bool table_split(const char *spec, int *family, char table[NFT_TABLE_MAXNAMELEN])
-{
-	const char *sp = strchr(spec, ' ');
-	if (!sp || (size_t)(sp - spec) >= 16 || strlen(sp + 1) >= NFT_TABLE_MAXNAMELEN)
-		return false;
-	char fam[16];
-	memcpy(fam, spec, (size_t)(sp - spec));
-	fam[sp - spec] = 0;
-	*family = nfnl_family(fam);
-	snprintf(table, NFT_TABLE_MAXNAMELEN, "%s", sp + 1);
-	return *family >= 0;
-}
 
 /* GETCHAIN (cb sees the chain) or, dump, GETRULE of one chain (cb sees
  * each rule). 0, -ENOENT when there is no such chain (GETCHAIN), -errno. */
 static int chain_query(bool rules, int family, const char *table, const char *chain, nfnl_cb cb,
 		       void *arg)
 {
-	char a[2 * (NLA_HDRLEN + NFT_CHAIN_MAXNAMELEN + 4)];
-	size_t off = 0;
 	if (strlen(table) >= NFT_TABLE_MAXNAMELEN || strlen(chain) >= NFT_CHAIN_MAXNAMELEN)
 		return -ENAMETOOLONG;
-	nfa_put_str(a, sizeof(a), &off, rules ? NFTA_RULE_TABLE : NFTA_CHAIN_TABLE, table);
-	nfa_put_str(a, sizeof(a), &off, rules ? NFTA_RULE_CHAIN : NFTA_CHAIN_NAME, chain);
-	return nfnl_request(NFNL_NFT(rules ? NFT_MSG_GETRULE : NFT_MSG_GETCHAIN),
-			    rules ? NLM_F_DUMP : 0, (uint8_t)family, a, off, cb, arg);
+	struct nfnl_buf a = {0};
+	nfnl_put_strz(&a, rules ? NFTA_RULE_TABLE : NFTA_CHAIN_TABLE, table);
+	nfnl_put_strz(&a, rules ? NFTA_RULE_CHAIN : NFTA_CHAIN_NAME, chain);
+	int r = nfnl_request(NFNL_NFT(rules ? NFT_MSG_GETRULE : NFT_MSG_GETCHAIN),
+			     rules ? NLM_F_DUMP : 0, (uint8_t)family, a.buf, a.len, cb, arg);
+	nfnl_buf_free(&a);
+	return r;
 }
 
 /* Whether a dumped rule belongs to chain (older kernels may not filter). */
@@ -217,11 +206,9 @@ static bool rule_in(const void *attrs, size_t len, const char *chain)
 	       memcmp(nfa_data(c), chain, strlen(chain)) == 0;
 }
 
-bool fw_nft_chain_exists(const char *table, const char *chain)
+bool fw_nft_chain_exists(int family, const char *table, const char *chain)
 {
-	int family;
-	char t[NFT_TABLE_MAXNAMELEN];
-	return table_split(table, &family, t) && chain_query(false, family, t, chain, NULL, NULL) == 0;
+	return chain_query(false, family, table, chain, NULL, NULL) == 0;
 }
 
 struct bytes_arg {
@@ -238,14 +225,11 @@ static int rule_has_bytes(const struct nlmsghdr *h, const void *attrs, size_t le
 	return rule_in(attrs, len, b->chain) && ex && memmem(nfa_data(ex), nfa_len(ex), b->bytes, b->n);
 }
 
-bool fw_nft_chain_has_bytes(const char *table, const char *chain, const void *bytes, size_t n)
+bool fw_nft_chain_has_bytes(int family, const char *table, const char *chain, const void *bytes,
+			    size_t n)
 {
-	int family;
-	char t[NFT_TABLE_MAXNAMELEN];
-	if (!table_split(table, &family, t))
-		return true;
 	struct bytes_arg b = {chain, bytes, n};
-	int r = chain_query(true, family, t, chain, rule_has_bytes, &b);
+	int r = chain_query(true, family, table, chain, rule_has_bytes, &b);
 	return r != 0 && r != -ENOENT; /* found, or cannot tell */
 }
 
@@ -294,18 +278,15 @@ static int rule_may_drop(const struct nlmsghdr *h, const void *attrs, size_t len
 	return rule_in(attrs, len, arg) && !rule_jumps_to_cni(attrs, len);
 }
 
-int fw_nft_forward_may_drop(const char *table)
+int fw_nft_forward_may_drop(int family)
 {
-	int family, policy = -1;
-	char t[NFT_TABLE_MAXNAMELEN];
-	if (!table_split(table, &family, t))
-		return 1;
-	int r = chain_query(false, family, t, "FORWARD", chain_policy, &policy);
+	int policy = -1;
+	int r = chain_query(false, family, "filter", "FORWARD", chain_policy, &policy);
 	if (r == -ENOENT)
 		return -1;
 	if (r != 0 || policy != NF_ACCEPT)
 		return 1;
-	r = chain_query(true, family, t, "FORWARD", rule_may_drop, (void *)"FORWARD");
+	r = chain_query(true, family, "filter", "FORWARD", rule_may_drop, (void *)"FORWARD");
 	return r != 0; /* a rule that may drop, or cannot tell */
 }
 
@@ -1088,27 +1069,27 @@ static void masq_plan(struct nplan *p, const struct fw_att *a, const struct cni_
  * makes of masq_plan's rules: no libnftables (its cache is 2 MiB and grows
  * with the table) in a bridge or ptp ADD. Any failure (no table yet, a
  * re-ADD, a key held by another attachment) leaves the work to plan_apply. */
-static void raw_expr(struct nfnl_batch *b, const char *name)
+static void raw_expr(struct nfnl_buf *b, const char *name)
 {
 	nfnl_nest(b, NFTA_LIST_ELEM);
 	nfnl_put_strz(b, NFTA_EXPR_NAME, name);
 	nfnl_nest(b, NFTA_EXPR_DATA);
 }
 
-static void raw_expr_end(struct nfnl_batch *b)
+static void raw_expr_end(struct nfnl_buf *b)
 {
 	nfnl_nest_end(b);
 	nfnl_nest_end(b);
 }
 
-static void raw_value(struct nfnl_batch *b, int type, const void *v, size_t len)
+static void raw_value(struct nfnl_buf *b, int type, const void *v, size_t len)
 {
 	nfnl_nest(b, type);
 	nfnl_put(b, NFTA_DATA_VALUE, v, len);
 	nfnl_nest_end(b);
 }
 
-static void raw_cmp(struct nfnl_batch *b, int op, const void *v, size_t len)
+static void raw_cmp(struct nfnl_buf *b, int op, const void *v, size_t len)
 {
 	raw_expr(b, "cmp");
 	nfnl_put_be32(b, NFTA_CMP_SREG, NFT_REG_1);
@@ -1117,7 +1098,7 @@ static void raw_cmp(struct nfnl_batch *b, int op, const void *v, size_t len)
 	raw_expr_end(b);
 }
 
-static void raw_payload(struct nfnl_batch *b, uint32_t offset, uint32_t len)
+static void raw_payload(struct nfnl_buf *b, uint32_t offset, uint32_t len)
 {
 	raw_expr(b, "payload");
 	nfnl_put_be32(b, NFTA_PAYLOAD_DREG, NFT_REG_1);
@@ -1128,7 +1109,7 @@ static void raw_payload(struct nfnl_batch *b, uint32_t offset, uint32_t len)
 }
 
 /* User data holding a comment, as libnftnl writes it. */
-static void raw_comment(struct nfnl_batch *b, int type, const char *comment)
+static void raw_comment(struct nfnl_buf *b, int type, const char *comment)
 {
 	uint8_t ud[2 + 256];
 	size_t n = strlen(comment) + 1;
@@ -1142,7 +1123,7 @@ static void raw_comment(struct nfnl_batch *b, int type, const char *comment)
 }
 
 /* A rule message for chain of table inet cni, its expressions opened. */
-static void raw_rule(struct nfnl_batch *b, const char *chain)
+static void raw_rule(struct nfnl_buf *b, const char *chain)
 {
 	nfnl_batch_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, NFPROTO_INET);
 	nfnl_put_strz(b, NFTA_RULE_TABLE, "cni");
@@ -1151,14 +1132,14 @@ static void raw_rule(struct nfnl_batch *b, const char *chain)
 }
 
 /* Expressions closed, then the rule's comment. */
-static void raw_rule_end(struct nfnl_batch *b, const char *comment)
+static void raw_rule_end(struct nfnl_buf *b, const char *comment)
 {
 	nfnl_nest_end(b);
 	raw_comment(b, NFTA_RULE_USERDATA, comment);
 }
 
 /* "ip saddr IP" (dst: daddr), "ip6 ..." for an IPv6 address. */
-static void raw_ip_match(struct nfnl_batch *b, const struct cni_ip *ip, bool dst)
+static void raw_ip_match(struct nfnl_buf *b, const struct cni_ip *ip, bool dst)
 {
 	bool v4 = ip->family == AF_INET;
 	uint8_t proto = v4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
@@ -1172,14 +1153,14 @@ static void raw_ip_match(struct nfnl_batch *b, const struct cni_ip *ip, bool dst
 }
 
 /* An expression with no data ("masq"), or a verdict ("accept"). */
-static void raw_bare(struct nfnl_batch *b, const char *name)
+static void raw_bare(struct nfnl_buf *b, const char *name)
 {
 	nfnl_nest(b, NFTA_LIST_ELEM);
 	nfnl_put_strz(b, NFTA_EXPR_NAME, name);
 	nfnl_nest_end(b);
 }
 
-static void raw_accept(struct nfnl_batch *b)
+static void raw_accept(struct nfnl_buf *b)
 {
 	raw_expr(b, "immediate");
 	nfnl_put_be32(b, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
@@ -1192,7 +1173,7 @@ static void raw_accept(struct nfnl_batch *b)
 }
 
 /* "ip saddr IP ip daddr != NET masquerade comment C". */
-static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct cni_cidr *c,
+static void raw_masq_rule(struct nfnl_buf *b, const char *chain, const struct cni_cidr *c,
 			  const char *comment)
 {
 	bool v4 = c->ip.family == AF_INET;
@@ -1224,7 +1205,7 @@ static void raw_masq_rule(struct nfnl_batch *b, const char *chain, const struct 
 }
 
 /* "add element T map { KEY comment C : jump CHAIN }". */
-static void raw_jump_elem(struct nfnl_batch *b, const char *map, const void *key, size_t len,
+static void raw_jump_elem(struct nfnl_buf *b, const char *map, const void *key, size_t len,
 			  const char *chain, const char *comment)
 {
 	nfnl_batch_msg(b, NFT_MSG_NEWSETELEM, NLM_F_CREATE, NFPROTO_INET);
@@ -1246,7 +1227,7 @@ static void raw_jump_elem(struct nfnl_batch *b, const char *map, const void *key
 
 static int masq_raw_add(const struct nplan *p, const struct cni_cidr *nets, size_t n)
 {
-	struct nfnl_batch b;
+	struct nfnl_buf b;
 	nfnl_batch_init(&b);
 	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
 	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
@@ -1260,7 +1241,7 @@ static int masq_raw_add(const struct nplan *p, const struct cni_cidr *nets, size
 			raw_jump_elem(&b, p->rules[i].map, nets[i].ip.a,
 				      nets[i].ip.family == AF_INET ? 4 : 16, p->chains[0], p->comment);
 	int r = nfnl_batch_send(&b);
-	nfnl_batch_free(&b);
+	nfnl_buf_free(&b);
 	return r;
 }
 
@@ -1353,7 +1334,7 @@ static int fw_raw_add(const struct nplan *p, const struct fw_filter_conf *c)
 {
 	if (p->n_rules != 2 * c->n_ips)
 		return -EINVAL;
-	struct nfnl_batch b;
+	struct nfnl_buf b;
 	nfnl_batch_init(&b);
 	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
 	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
@@ -1388,7 +1369,7 @@ static int fw_raw_add(const struct nplan *p, const struct fw_filter_conf *c)
 				      c->ips[i / 2].ip.family == AF_INET ? 4 : 16, p->chains[0],
 				      p->comment);
 	int r = nfnl_batch_send(&b);
-	nfnl_batch_free(&b);
+	nfnl_buf_free(&b);
 	return r;
 }
 
@@ -1500,7 +1481,7 @@ static void spoof_drop(const char *set, const char *key)
 int fw_spoofchk_del(const struct fw_att *a, const char *hostif, const char *mac,
 			struct cni_err *err)
 {
-	if (!fw_nft_chain_exists("bridge cni", "spoofchk"))
+	if (!fw_nft_chain_exists(NFPROTO_BRIDGE, "cni", "spoofchk"))
 		return 0;
 	_cleanup_free_ char *key = NULL;
 	if (hostif && mac && spoof_safe(hostif, mac)) {

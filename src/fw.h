@@ -234,17 +234,20 @@ char *fw_find_tool(const char *name);
 int fw_exec(char *const argv[], const char *in, char **out, char **errout);
 
 bool fw_nft_available(void);
-/* Whether chain exists in table ("ip filter"), through libnftables. */
-bool fw_nft_chain_exists(const char *table, const char *chain);
+/* Raw nftables reads. family is the table's: AF_INET ("ip"), AF_INET6
+ * ("ip6") or AF_BRIDGE ("bridge"), which netfilter numbers alike. */
+/* Whether chain exists in table. */
+bool fw_nft_chain_exists(int family, const char *table, const char *chain);
 /* Whether a rule of chain in table may carry bytes (an address, n bytes)
  * in its expressions; true also when it cannot tell. */
-bool fw_nft_chain_has_bytes(const char *table, const char *chain, const void *bytes, size_t n);
-/* Whether the iptables-nft FORWARD chain of table ("ip filter", "ip6
- * filter") may drop what an accept in our own table lets through: its
- * policy is not accept, or it has a rule other than a jump to a CNI-*
- * chain (the reference's firewall and isolation chains, which apply under
- * either backend). 1 yes, 0 no, -1 no such chain. */
-int fw_nft_forward_may_drop(const char *table);
+bool fw_nft_chain_has_bytes(int family, const char *table, const char *chain, const void *bytes,
+			    size_t n);
+/* Whether the iptables-nft FORWARD chain of table "filter" of family may
+ * drop what an accept in our own table lets through: its policy is not
+ * accept, or it has a rule other than a jump to a CNI-* chain (the
+ * reference's firewall and isolation chains, which apply under either
+ * backend). 1 yes, 0 no, -1 no such chain. */
+int fw_nft_forward_may_drop(int family);
 bool fw_ipt_available(int family);
 /* Whether iptables-save and iptables-restore (ip6tables-* for AF_INET6)
  * are installed; no probe. */

@@ -44,31 +44,6 @@ size_t nfa_len(const struct nlattr *a)
 	return a->nla_len - NLA_HDRLEN;
 }
 
-void nfa_put_str(void *buf, size_t cap, size_t *off, int type, const char *s)
-{
-	size_t n = strlen(s) + 1;
-	struct nlattr a = {.nla_len = (uint16_t)(NLA_HDRLEN + n), .nla_type = (uint16_t)type};
-	if (*off + NLA_ALIGN(a.nla_len) > cap)
-		abort(); /* callers size their buffers for names */
-	memcpy((char *)buf + *off, &a, sizeof(a));
-	memcpy((char *)buf + *off + NLA_HDRLEN, s, n);
-	memset((char *)buf + *off + a.nla_len, 0, NLA_ALIGN(a.nla_len) - a.nla_len);
-	*off += NLA_ALIGN(a.nla_len);
-}
-
-int nfnl_family(const char *word)
-{
-	static const struct {
-		const char *name;
-		int family;
-	} fams[] = {{"ip", NFPROTO_IPV4},     {"ip6", NFPROTO_IPV6}, {"inet", NFPROTO_INET},
-		    {"bridge", NFPROTO_BRIDGE}, {"arp", NFPROTO_ARP},  {"netdev", NFPROTO_NETDEV}};
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
-		if (streq(word, fams[i].name))
-			return fams[i].family;
-	return -1;
-}
-
 bool nfnl_same_netns(struct nfnl_ns *key)
 {
 	struct stat st;
@@ -167,7 +142,7 @@ int nfnl_request(uint16_t type, uint16_t flags, uint8_t family, const void *attr
 
 /* Batches ------------------------------------------------------------*/
 
-static void *batch_room(struct nfnl_batch *b, size_t n)
+static void *batch_room(struct nfnl_buf *b, size_t n)
 {
 	while (b->len + n > b->cap) {
 		b->cap = b->cap ? 2 * b->cap : 4096;
@@ -180,7 +155,7 @@ static void *batch_room(struct nfnl_batch *b, size_t n)
 }
 
 /* A message header and nfgenmsg; returns its offset. */
-static size_t batch_header(struct nfnl_batch *b, uint16_t type, uint16_t flags, uint8_t family,
+static size_t batch_header(struct nfnl_buf *b, uint16_t type, uint16_t flags, uint8_t family,
 			   uint16_t res_id)
 {
 	size_t off = b->len;
@@ -195,34 +170,34 @@ static size_t batch_header(struct nfnl_batch *b, uint16_t type, uint16_t flags, 
 	return off;
 }
 
-static void batch_close(struct nfnl_batch *b)
+static void batch_close(struct nfnl_buf *b)
 {
 	if (b->msg != (size_t)-1)
 		((struct nlmsghdr *)(b->buf + b->msg))->nlmsg_len = (uint32_t)(b->len - b->msg);
 	b->msg = (size_t)-1;
 }
 
-void nfnl_batch_init(struct nfnl_batch *b)
+void nfnl_batch_init(struct nfnl_buf *b)
 {
-	*b = (struct nfnl_batch){.msg = (size_t)-1};
+	*b = (struct nfnl_buf){.msg = (size_t)-1};
 	b->msg = batch_header(b, NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
 	b->seq0 = b->seq;
 	batch_close(b);
 }
 
-void nfnl_batch_free(struct nfnl_batch *b)
+void nfnl_buf_free(struct nfnl_buf *b)
 {
 	free(b->buf);
-	*b = (struct nfnl_batch){.msg = (size_t)-1};
+	*b = (struct nfnl_buf){.msg = (size_t)-1};
 }
 
-void nfnl_batch_msg(struct nfnl_batch *b, int msg, uint16_t flags, uint8_t family)
+void nfnl_batch_msg(struct nfnl_buf *b, int msg, uint16_t flags, uint8_t family)
 {
 	batch_close(b);
 	b->msg = batch_header(b, (uint16_t)(NFNL_SUBSYS_NFTABLES << 8 | msg), flags, family, 0);
 }
 
-void nfnl_put(struct nfnl_batch *b, int type, const void *data, size_t len)
+void nfnl_put(struct nfnl_buf *b, int type, const void *data, size_t len)
 {
 	struct nlattr *a = batch_room(b, NLA_ALIGN(NLA_HDRLEN + len));
 	a->nla_len = (uint16_t)(NLA_HDRLEN + len);
@@ -231,18 +206,18 @@ void nfnl_put(struct nfnl_batch *b, int type, const void *data, size_t len)
 		memcpy((char *)a + NLA_HDRLEN, data, len);
 }
 
-void nfnl_put_strz(struct nfnl_batch *b, int type, const char *s)
+void nfnl_put_strz(struct nfnl_buf *b, int type, const char *s)
 {
 	nfnl_put(b, type, s, strlen(s) + 1);
 }
 
-void nfnl_put_be32(struct nfnl_batch *b, int type, uint32_t v)
+void nfnl_put_be32(struct nfnl_buf *b, int type, uint32_t v)
 {
 	v = htonl(v);
 	nfnl_put(b, type, &v, sizeof(v));
 }
 
-void nfnl_nest(struct nfnl_batch *b, int type)
+void nfnl_nest(struct nfnl_buf *b, int type)
 {
 	if (b->depth == sizeof(b->nest) / sizeof(b->nest[0]))
 		abort();
@@ -250,13 +225,13 @@ void nfnl_nest(struct nfnl_batch *b, int type)
 	nfnl_put(b, type | NLA_F_NESTED, NULL, 0);
 }
 
-void nfnl_nest_end(struct nfnl_batch *b)
+void nfnl_nest_end(struct nfnl_buf *b)
 {
 	size_t off = b->nest[--b->depth];
 	((struct nlattr *)(b->buf + off))->nla_len = (uint16_t)(b->len - off);
 }
 
-int nfnl_batch_send(struct nfnl_batch *b)
+int nfnl_batch_send(struct nfnl_buf *b)
 {
 	batch_close(b);
 	b->msg = batch_header(b, NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);

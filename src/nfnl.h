@@ -21,8 +21,6 @@ const struct nlattr *nfa_find(const void *data, size_t len, int type);
 const void *nfa_data(const struct nlattr *a);
 size_t nfa_len(const struct nlattr *a);
 
-/* Append a NUL-terminated string attribute to buf (cap bytes) at *off. */
-void nfa_put_str(void *buf, size_t cap, size_t *off, int type, const char *s);
 
 /* Called with each reply message and its attributes (after the nfgenmsg
  * header); non-zero stops the walk and becomes nfnl_request's result. */
@@ -43,12 +41,12 @@ struct nfnl_ns {
 };
 bool nfnl_same_netns(struct nfnl_ns *key);
 
-/* The nftables family of a table's family word ("ip", "inet", ...), or -1. */
-int nfnl_family(const char *word);
 
 
-/* A batch of nf_tables changes, applied whole or not at all. */
-struct nfnl_batch {
+/* A growing buffer of netlink messages (a batch of nf_tables changes,
+ * applied whole or not at all) or, zero-initialised and given only
+ * attributes, the attributes of one request. */
+struct nfnl_buf {
 	char *buf;
 	size_t len, cap;
 	size_t msg;	   /* offset of the message being built */
@@ -56,17 +54,17 @@ struct nfnl_batch {
 	size_t depth;
 	uint32_t seq0, seq; /* first and last sequence numbers */
 };
-void nfnl_batch_init(struct nfnl_batch *b);
-void nfnl_batch_free(struct nfnl_batch *b);
+void nfnl_batch_init(struct nfnl_buf *b);
+void nfnl_buf_free(struct nfnl_buf *b);
 /* Start a message of nf_tables type msg (NFT_MSG_*) with extra flags
  * (NLM_F_CREATE, ...) for family. */
-void nfnl_batch_msg(struct nfnl_batch *b, int msg, uint16_t flags, uint8_t family);
-void nfnl_put(struct nfnl_batch *b, int type, const void *data, size_t len);
-void nfnl_put_strz(struct nfnl_batch *b, int type, const char *s);
-void nfnl_put_be32(struct nfnl_batch *b, int type, uint32_t v);
-void nfnl_nest(struct nfnl_batch *b, int type);
-void nfnl_nest_end(struct nfnl_batch *b);
+void nfnl_batch_msg(struct nfnl_buf *b, int msg, uint16_t flags, uint8_t family);
+void nfnl_put(struct nfnl_buf *b, int type, const void *data, size_t len);
+void nfnl_put_strz(struct nfnl_buf *b, int type, const char *s);
+void nfnl_put_be32(struct nfnl_buf *b, int type, uint32_t v);
+void nfnl_nest(struct nfnl_buf *b, int type);
+void nfnl_nest_end(struct nfnl_buf *b);
 /* Send the batch; 0, or the kernel's first error (-errno). */
-int nfnl_batch_send(struct nfnl_batch *b);
+int nfnl_batch_send(struct nfnl_buf *b);
 
 #endif
