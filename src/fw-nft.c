@@ -1122,20 +1122,35 @@ static void raw_comment(struct nfnl_buf *b, int type, const char *comment)
 	nfnl_put(b, type, ud, 2 + n);
 }
 
-/* A rule message for chain of table inet cni, its expressions opened. */
-static void raw_rule(struct nfnl_buf *b, const char *chain)
+/* "& mask ^ 0" on register 1 (len bytes). */
+static void raw_bitwise(struct nfnl_buf *b, const void *mask, uint32_t len)
+{
+	static const uint8_t zero[16];
+	raw_expr(b, "bitwise");
+	nfnl_put_be32(b, NFTA_BITWISE_SREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_BITWISE_DREG, NFT_REG_1);
+	nfnl_put_be32(b, NFTA_BITWISE_LEN, len);
+	raw_value(b, NFTA_BITWISE_MASK, mask, len);
+	raw_value(b, NFTA_BITWISE_XOR, zero, len);
+	raw_expr_end(b);
+}
+
+/* Rule i of plan p (one of the record chain's), its expressions opened. */
+static void raw_rule(struct nfnl_buf *b, const struct nplan *p)
 {
 	nfnl_batch_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, NFPROTO_INET);
 	nfnl_put_strz(b, NFTA_RULE_TABLE, "cni");
-	nfnl_put_strz(b, NFTA_RULE_CHAIN, chain);
+	nfnl_put_strz(b, NFTA_RULE_CHAIN, p->chains[0]);
 	nfnl_nest(b, NFTA_RULE_EXPRESSIONS);
 }
 
-/* Expressions closed, then the rule's comment. */
-static void raw_rule_end(struct nfnl_buf *b, const char *comment)
+/* Expressions closed, then the record comment of rule i, "<map> <key>", as
+ * add_plan writes it. */
+static void raw_rule_end(struct nfnl_buf *b, const struct nplan *p, size_t i)
 {
 	nfnl_nest_end(b);
-	raw_comment(b, NFTA_RULE_USERDATA, comment);
+	_cleanup_free_ char *c = xasprintf("%s %s", p->rules[i].map, p->rules[i].key);
+	raw_comment(b, NFTA_RULE_USERDATA, c);
 }
 
 /* "ip saddr IP" (dst: daddr), "ip6 ..." for an IPv6 address. */
@@ -1152,7 +1167,7 @@ static void raw_ip_match(struct nfnl_buf *b, const struct cni_ip *ip, bool dst)
 	raw_cmp(b, NFT_CMP_EQ, ip->a, v4 ? 4 : 16);
 }
 
-/* An expression with no data ("masq"), or a verdict ("accept"). */
+/* An expression with no data ("masq"). */
 static void raw_bare(struct nfnl_buf *b, const char *name)
 {
 	nfnl_nest(b, NFTA_LIST_ELEM);
@@ -1172,14 +1187,14 @@ static void raw_accept(struct nfnl_buf *b)
 	raw_expr_end(b);
 }
 
-/* "ip saddr IP ip daddr != NET masquerade comment C". */
-static void raw_masq_rule(struct nfnl_buf *b, const char *chain, const struct cni_cidr *c,
-			  const char *comment)
+/* Rule i of a masq plan: "ip saddr IP ip daddr != NET masquerade". */
+static void raw_masq_rule(struct nfnl_buf *b, const struct nplan *p, size_t i,
+			  const struct cni_cidr *c)
 {
 	bool v4 = c->ip.family == AF_INET;
 	uint32_t len = v4 ? 4 : 16;
 	struct cni_cidr net = ip_cidr_network(c);
-	raw_rule(b, chain);
+	raw_rule(b, p);
 	raw_ip_match(b, &c->ip, false);
 	/* A whole-byte prefix compares its bytes; another is masked. */
 	uint32_t dst = v4 ? 16 : 24;
@@ -1187,21 +1202,15 @@ static void raw_masq_rule(struct nfnl_buf *b, const char *chain, const struct cn
 		raw_payload(b, dst, (uint32_t)net.prefix / 8);
 		raw_cmp(b, NFT_CMP_NEQ, net.ip.a, (size_t)net.prefix / 8);
 	} else {
-		uint8_t mask[16] = {0}, zero[16] = {0};
-		for (int i = 0; i < net.prefix; i++)
-			mask[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+		uint8_t mask[16] = {0};
+		for (int k = 0; k < net.prefix; k++)
+			mask[k / 8] |= (uint8_t)(0x80 >> (k % 8));
 		raw_payload(b, dst, len);
-		raw_expr(b, "bitwise");
-		nfnl_put_be32(b, NFTA_BITWISE_SREG, NFT_REG_1);
-		nfnl_put_be32(b, NFTA_BITWISE_DREG, NFT_REG_1);
-		nfnl_put_be32(b, NFTA_BITWISE_LEN, len);
-		raw_value(b, NFTA_BITWISE_MASK, mask, len);
-		raw_value(b, NFTA_BITWISE_XOR, zero, len);
-		raw_expr_end(b);
+		raw_bitwise(b, mask, len);
 		raw_cmp(b, NFT_CMP_NEQ, net.ip.a, len);
 	}
 	raw_bare(b, "masq");
-	raw_rule_end(b, comment);
+	raw_rule_end(b, p, i);
 }
 
 /* "add element T map { KEY comment C : jump CHAIN }". */
@@ -1225,24 +1234,41 @@ static void raw_jump_elem(struct nfnl_buf *b, const char *map, const void *key, 
 	nfnl_nest_end(b);
 }
 
-static int masq_raw_add(const struct nplan *p, const struct cni_cidr *nets, size_t n)
+/* A batch for plan p: first its record chain, created (which fails if it
+ * exists: the fallback then takes over). */
+static void raw_begin(struct nfnl_buf *b, const struct nplan *p)
 {
-	struct nfnl_buf b;
-	nfnl_batch_init(&b);
-	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
-	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
-	nfnl_put_strz(&b, NFTA_CHAIN_NAME, p->chains[0]);
-	for (size_t i = 0; i < p->n_rules; i++) {
-		_cleanup_free_ char *c = xasprintf("%s %s", p->rules[i].map, p->rules[i].key);
-		raw_masq_rule(&b, p->chains[0], &nets[i], c);
-	}
+	nfnl_batch_init(b);
+	nfnl_batch_msg(b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
+	nfnl_put_strz(b, NFTA_CHAIN_TABLE, "cni");
+	nfnl_put_strz(b, NFTA_CHAIN_NAME, p->chains[0]);
+}
+
+/* The map elements of p, once per key (key[i]: the address rule i keys
+ * on), then the batch is sent and freed. 0 or -errno. */
+static int raw_send(struct nfnl_buf *b, const struct nplan *p, const struct cni_ip *const *key)
+{
 	for (size_t i = 0; i < p->n_rules; i++)
 		if (plan_first_key(p, i))
-			raw_jump_elem(&b, p->rules[i].map, nets[i].ip.a,
-				      nets[i].ip.family == AF_INET ? 4 : 16, p->chains[0], p->comment);
-	int r = nfnl_batch_send(&b);
-	nfnl_buf_free(&b);
+			raw_jump_elem(b, p->rules[i].map, key[i]->a, key[i]->family == AF_INET ? 4 : 16,
+				      p->chains[0], p->comment);
+	int r = nfnl_batch_send(b);
+	nfnl_buf_free(b);
 	return r;
+}
+
+static int masq_raw_add(const struct nplan *p, const struct cni_cidr *nets, size_t n)
+{
+	if (p->n_rules != n)
+		return -EINVAL;
+	struct nfnl_buf b;
+	_cleanup_free_ const struct cni_ip **key = xcalloc(n ? n : 1, sizeof(*key));
+	raw_begin(&b, p);
+	for (size_t i = 0; i < n; i++) {
+		raw_masq_rule(&b, p, i, &nets[i]);
+		key[i] = &nets[i].ip;
+	}
+	return raw_send(&b, p, key);
 }
 
 int fw_nft_masq_add(const struct fw_att *a, const struct cni_cidr *nets, size_t n,
@@ -1250,9 +1276,7 @@ int fw_nft_masq_add(const struct fw_att *a, const struct cni_cidr *nets, size_t 
 {
 	struct nplan p;
 	masq_plan(&p, a, nets, n);
-	int r = p.n_rules == n && masq_raw_add(&p, nets, n) == 0
-		    ? 0
-		    : plan_apply(&p, "masquerade setup", err);
+	int r = masq_raw_add(&p, nets, n) == 0 ? 0 : plan_apply(&p, "masquerade setup", err);
 	plan_free(&p);
 	return r;
 }
@@ -1335,42 +1359,26 @@ static int fw_raw_add(const struct nplan *p, const struct fw_filter_conf *c)
 	if (p->n_rules != 2 * c->n_ips)
 		return -EINVAL;
 	struct nfnl_buf b;
-	nfnl_batch_init(&b);
-	nfnl_batch_msg(&b, NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, NFPROTO_INET);
-	nfnl_put_strz(&b, NFTA_CHAIN_TABLE, "cni");
-	nfnl_put_strz(&b, NFTA_CHAIN_NAME, p->chains[0]);
+	_cleanup_free_ const struct cni_ip **key = xcalloc(p->n_rules ? p->n_rules : 1, sizeof(*key));
 	const uint32_t est_rel = 1u << 1 | 1u << 2, zero = 0; /* ct state bits, host order */
+	raw_begin(&b, p);
 	for (size_t i = 0; i < p->n_rules; i++) {
-		const struct cni_ip *ip = &c->ips[i / 2].ip;
 		bool dst = i % 2 == 0;
-		_cleanup_free_ char *cm = xasprintf("%s %s", p->rules[i].map, p->rules[i].key);
-		raw_rule(&b, p->chains[0]);
-		raw_ip_match(&b, ip, dst);
+		key[i] = &c->ips[i / 2].ip;
+		raw_rule(&b, p);
+		raw_ip_match(&b, key[i], dst);
 		if (dst) {
 			raw_expr(&b, "ct");
 			nfnl_put_be32(&b, NFTA_CT_DREG, NFT_REG_1);
 			nfnl_put_be32(&b, NFTA_CT_KEY, NFT_CT_STATE);
 			raw_expr_end(&b);
-			raw_expr(&b, "bitwise");
-			nfnl_put_be32(&b, NFTA_BITWISE_SREG, NFT_REG_1);
-			nfnl_put_be32(&b, NFTA_BITWISE_DREG, NFT_REG_1);
-			nfnl_put_be32(&b, NFTA_BITWISE_LEN, 4);
-			raw_value(&b, NFTA_BITWISE_MASK, &est_rel, 4);
-			raw_value(&b, NFTA_BITWISE_XOR, &zero, 4);
-			raw_expr_end(&b);
+			raw_bitwise(&b, &est_rel, 4);
 			raw_cmp(&b, NFT_CMP_NEQ, &zero, 4);
 		}
 		raw_accept(&b);
-		raw_rule_end(&b, cm);
+		raw_rule_end(&b, p, i);
 	}
-	for (size_t i = 0; i < p->n_rules; i++)
-		if (plan_first_key(p, i))
-			raw_jump_elem(&b, p->rules[i].map, c->ips[i / 2].ip.a,
-				      c->ips[i / 2].ip.family == AF_INET ? 4 : 16, p->chains[0],
-				      p->comment);
-	int r = nfnl_batch_send(&b);
-	nfnl_buf_free(&b);
-	return r;
+	return raw_send(&b, p, key);
 }
 
 int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
