@@ -42,7 +42,7 @@ struct itab {
 	size_t n_chains, cap_chains;
 	struct irule *rules;
 	size_t n_rules, cap_rules;
-	struct fw_buf decl, body; /* the restore being built */
+	struct strbuf decl, body; /* the restore being built */
 };
 
 static void itab_free(struct itab *t)
@@ -56,8 +56,8 @@ static void itab_free(struct itab *t)
 		free(t->rules[i].target);
 	}
 	free(t->rules);
-	fw_buf_free(&t->decl);
-	fw_buf_free(&t->body);
+	strbuf_free(&t->decl);
+	strbuf_free(&t->body);
 }
 
 static const char *tool(int family, const char *what)
@@ -177,7 +177,7 @@ static void ensure_chain(struct itab *t, const char *chain)
 {
 	if (has_chain(t, chain))
 		return;
-	fw_buf_add(&t->decl, ":%s - [0:0]\n", chain);
+	strbuf_add(&t->decl, ":%s - [0:0]\n", chain);
 	note_chain(t, chain);
 }
 
@@ -186,7 +186,7 @@ static void ensure_rule(struct itab *t, const char *chain, bool first, const cha
 {
 	if (has_rule(t, chain, spec))
 		return;
-	fw_buf_add(&t->body, "%s %s %s%s\n", first ? "-I" : "-A", chain, first ? "1 " : "", spec);
+	strbuf_add(&t->body, "%s %s %s%s\n", first ? "-I" : "-A", chain, first ? "1 " : "", spec);
 	note_rule(t, chain, spec);
 }
 
@@ -197,11 +197,11 @@ static void drop_chain(struct itab *t, const char *target)
 	for (size_t i = 0; i < t->n_rules; i++) {
 		if (!streq(t->rules[i].target, target) || !t->rules[i].spec[0])
 			continue;
-		fw_buf_add(&t->body, "-D %s %s\n", t->rules[i].chain, t->rules[i].spec);
+		strbuf_add(&t->body, "-D %s %s\n", t->rules[i].chain, t->rules[i].spec);
 		t->rules[i].spec[0] = 0; /* gone */
 	}
 	if (has_chain(t, target)) {
-		fw_buf_add(&t->body, "-F %s\n-X %s\n", target, target);
+		strbuf_add(&t->body, "-F %s\n-X %s\n", target, target);
 		for (size_t i = 0; i < t->n_chains; i++)
 			if (streq(t->chains[i], target))
 				t->chains[i][0] = 0;
@@ -212,7 +212,7 @@ static void drop_rule(struct itab *t, const char *chain, const char *spec)
 {
 	for (size_t i = 0; i < t->n_rules; i++) {
 		if (streq(t->rules[i].chain, chain) && streq(t->rules[i].spec, spec)) {
-			fw_buf_add(&t->body, "-D %s %s\n", chain, spec);
+			strbuf_add(&t->body, "-D %s %s\n", chain, spec);
 			t->rules[i].spec[0] = 0;
 			return;
 		}
@@ -228,8 +228,8 @@ static int itab_commit(struct itab *t, int family, bool test, struct cni_err *er
 	if (!path)
 		return err_set(err, CNI_ERR_NOT_AVAILABLE, "iptables backend: %s not found",
 			       tool(family, "restore"));
-	struct fw_buf in = {0};
-	fw_buf_add(&in, "*%s\n%s%sCOMMIT\n", t->table, t->decl.s ? t->decl.s : "",
+	struct strbuf in = {0};
+	strbuf_add(&in, "*%s\n%s%sCOMMIT\n", t->table, t->decl.s ? t->decl.s : "",
 		   t->body.s ? t->body.s : "");
 	_cleanup_free_ char *eo = NULL;
 	char *argv[] = {path, "--noflush", "-w", test ? "--test" : NULL, NULL};
@@ -240,7 +240,7 @@ static int itab_commit(struct itab *t, int family, bool test, struct cni_err *er
 		err_set(err, CNI_ERR_INTERNAL, "%s failed (%d)", tool(family, "restore"), r);
 		err_append(err, "%s", eo ? eo : "");
 	}
-	fw_buf_free(&in);
+	strbuf_free(&in);
 	return r == 0 ? 0 : -1;
 }
 
@@ -266,40 +266,40 @@ static int itab_end(struct itab *t, int family, int r, int lock, struct cni_err 
 
 /* A token as iptables-save writes it: bare if only [-_A-Za-z0-9], else in
  * double quotes with ", \ and ' escaped. */
-static void add_quoted(struct fw_buf *b, const char *s)
+static void add_quoted(struct strbuf *b, const char *s)
 {
 	size_t n = strspn(s, "_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
 	if (n > 0 && !s[n]) {
-		fw_buf_add(b, "%s", s);
+		strbuf_add(b, "%s", s);
 		return;
 	}
-	fw_buf_add(b, "\"");
+	strbuf_add(b, "\"");
 	for (; *s; s++)
-		fw_buf_add(b, "%s%c", strchr("\"\\'", *s) ? "\\" : "", *s);
-	fw_buf_add(b, "\"");
+		strbuf_add(b, "%s%c", strchr("\"\\'", *s) ? "\\" : "", *s);
+	strbuf_add(b, "\"");
 }
 
 /* Go's %q of a string, for the reference's ipMasq comment. Names and ids
  * are validated, so only the plain branch matters in practice. */
-static void add_goquote(struct fw_buf *b, const char *s)
+static void add_goquote(struct strbuf *b, const char *s)
 {
-	fw_buf_add(b, "\"");
+	strbuf_add(b, "\"");
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\')
-			fw_buf_add(b, "\\%c", c);
+			strbuf_add(b, "\\%c", c);
 		else if (c < 0x20 || c == 0x7f)
-			fw_buf_add(b, "\\x%02x", c);
+			strbuf_add(b, "\\x%02x", c);
 		else
-			fw_buf_add(b, "%c", c);
+			strbuf_add(b, "%c", c);
 	}
-	fw_buf_add(b, "\"");
+	strbuf_add(b, "\"");
 }
 
 static char *comment_arg(const char *comment)
 {
-	struct fw_buf b = {0};
-	fw_buf_add(&b, "-m comment --comment ");
+	struct strbuf b = {0};
+	strbuf_add(&b, "-m comment --comment ");
 	add_quoted(&b, comment);
 	return b.s;
 }
@@ -388,16 +388,16 @@ int fw_ipt_check_conditions(int family, const char *const *cond, size_t n, const
 	/* `iptables-restore --test` parses and builds a rule shaped like ours
 	 * in a scratch chain, and commits nothing. */
 	struct itab t = {.table = "nat"};
-	fw_buf_add(&t.decl, ":CNI-CONDITIONS-CHECK - [0:0]\n");
-	fw_buf_add(&t.body, "-A CNI-CONDITIONS-CHECK -p tcp");
+	strbuf_add(&t.decl, ":CNI-CONDITIONS-CHECK - [0:0]\n");
+	strbuf_add(&t.body, "-A CNI-CONDITIONS-CHECK -p tcp");
 	for (size_t i = 0; i < n; i++) {
-		fw_buf_add(&t.body, " ");
+		strbuf_add(&t.body, " ");
 		if (strpbrk(cond[i], " \t\"'\\") || !cond[i][0])
 			add_quoted(&t.body, cond[i]);
 		else
-			fw_buf_add(&t.body, "%s", cond[i]);
+			strbuf_add(&t.body, "%s", cond[i]);
 	}
-	fw_buf_add(&t.body, " -j RETURN\n");
+	strbuf_add(&t.body, " -j RETURN\n");
 	struct cni_err e = {0};
 	int r = itab_commit(&t, family, true, &e);
 	itab_free(&t);
@@ -483,33 +483,33 @@ static size_t dn_entries(const struct fw_pm_conf *c, int family, const char *cha
 	size_t n = 0;
 	for (size_t p = 0; p < ARRAY_SIZE(protos); p++) {
 		size_t in_group = 0;
-		struct fw_buf ports = {0};
+		struct strbuf ports = {0};
 		for (size_t i = 0; i <= c->n_maps; i++) {
 			bool last = i == c->n_maps;
 			if (!last && c->maps[i].proto != protos[p])
 				continue;
 			if (!last) {
-				fw_buf_add(&ports, "%s%u", in_group ? "," : "",
+				strbuf_add(&ports, "%s%u", in_group ? "," : "",
 					   c->maps[i].host_port);
 				in_group++;
 			}
 			if (in_group && (in_group == 15 || last)) {
-				struct fw_buf r = {0};
+				struct strbuf r = {0};
 				for (size_t k = 0; k < cn; k++) {
 					if (strpbrk(cv[k], " \t\"'\\") || !cv[k][0])
 						add_quoted(&r, cv[k]);
 					else
-						fw_buf_add(&r, "%s", cv[k]);
-					fw_buf_add(&r, " ");
+						strbuf_add(&r, "%s", cv[k]);
+					strbuf_add(&r, " ");
 				}
-				fw_buf_add(&r, "-p %s %s -m multiport --dports %s -j %s",
+				strbuf_add(&r, "-p %s %s -m multiport --dports %s -j %s",
 					   fw_proto_name(protos[p]), carg, ports.s, chain);
 				v[n++] = r.s;
-				fw_buf_free(&ports);
+				strbuf_free(&ports);
 				in_group = 0;
 			}
 		}
-		fw_buf_free(&ports);
+		strbuf_free(&ports);
 	}
 	*out = v;
 	return n;
@@ -554,17 +554,17 @@ int fw_ipt_portmap_add(int family, const struct fw_pm_conf *c, struct cni_err *e
 		 * the chain (which empties it), fill it, enter it. */
 		for (size_t i = 0; i < t.n_rules; i++)
 			if (streq(t.rules[i].target, dn) && t.rules[i].spec[0]) {
-				fw_buf_add(&t.body, "-D %s %s\n", t.rules[i].chain,
+				strbuf_add(&t.body, "-D %s %s\n", t.rules[i].chain,
 					   t.rules[i].spec);
 				t.rules[i].spec[0] = 0;
 			}
-		fw_buf_add(&t.decl, ":%s - [0:0]\n", dn);
+		strbuf_add(&t.decl, ":%s - [0:0]\n", dn);
 		char **rules, **entries;
 		size_t nr = dn_rules(c, family, &rules), ne = dn_entries(c, family, dn, &entries);
 		for (size_t i = 0; i < nr; i++)
-			fw_buf_add(&t.body, "-A %s %s\n", dn, rules[i]);
+			strbuf_add(&t.body, "-A %s %s\n", dn, rules[i]);
 		for (size_t i = 0; i < ne; i++)
-			fw_buf_add(&t.body, "-A " HOSTPORT_DNAT " %s\n", entries[i]);
+			strbuf_add(&t.body, "-A " HOSTPORT_DNAT " %s\n", entries[i]);
 		strv_free(rules, nr);
 		strv_free(entries, ne);
 	}
@@ -677,10 +677,10 @@ int fw_ipt_portmap_gc(int family, const char *net, const struct fw_att *valid, s
 
 static char *masq_comment(const struct fw_att *a)
 {
-	struct fw_buf b = {0};
-	fw_buf_add(&b, "name: ");
+	struct strbuf b = {0};
+	strbuf_add(&b, "name: ");
 	add_goquote(&b, a->net ? a->net : "");
-	fw_buf_add(&b, " id: ");
+	strbuf_add(&b, " id: ");
 	add_goquote(&b, a->id ? a->id : "");
 	return b.s;
 }
@@ -776,12 +776,12 @@ int fw_ipt_masq_gc(int family, const char *net, const struct fw_att *valid, size
 	struct itab t;
 	int lock, r = itab_begin(&t, family, "nat", &lock, err);
 	if (r == 0) {
-		struct fw_buf p = {0};
-		fw_buf_add(&p, "name: ");
+		struct strbuf p = {0};
+		strbuf_add(&p, "name: ");
 		add_goquote(&p, net);
-		fw_buf_add(&p, " id: \"");
+		strbuf_add(&p, " id: \"");
 		gc_by_comment(&t, "POSTROUTING", p.s, "\"", "CNI-", valid, n);
-		fw_buf_free(&p);
+		strbuf_free(&p);
 	}
 	return itab_end(&t, family, r, lock, err);
 }
@@ -809,7 +809,7 @@ static char *admin_rule(const struct fw_filter_conf *c)
 static void isolation(struct itab *t, const struct fw_filter_conf *c)
 {
 	bool isolated = c->ingress == FW_INGRESS_ISOLATED;
-	struct fw_buf b = {0};
+	struct strbuf b = {0};
 	add_quoted(&b, c->bridge);
 	const char *br = b.s;
 	_cleanup_free_ char *s1 = xasprintf("-i %s ! -o %s -m comment --comment \"CNI firewall "
@@ -829,7 +829,7 @@ static void isolation(struct itab *t, const struct fw_filter_conf *c)
 	ensure_rule(t, ISOLATION_1, false, ISO_DEFAULT_COMMENT " -j RETURN");
 	ensure_rule(t, ISOLATION_2, true, s2);
 	ensure_rule(t, ISOLATION_2, false, ISO_DEFAULT_COMMENT " -j RETURN");
-	fw_buf_free(&b);
+	strbuf_free(&b);
 }
 
 int fw_ipt_filter_add(int family, const struct fw_filter_conf *c, struct cni_err *err)

@@ -347,26 +347,26 @@ static size_t items(const struct cni_json *j, const char *kind, const struct cni
 }
 
 /* A key as nft writes it in a command: concatenations joined by " . ". */
-static void key_text(const struct cni_json *k, struct fw_buf *b)
+static void key_text(const struct cni_json *k, struct strbuf *b)
 {
 	if (json_is(k, JSON_STRING)) {
-		fw_buf_add(b, "%s", json_str(k));
+		strbuf_add(b, "%s", json_str(k));
 	} else if (json_is(k, JSON_NUMBER)) {
-		fw_buf_add(b, "%s", k->num);
+		strbuf_add(b, "%s", k->num);
 	} else if (json_get(k, "concat")) {
 		const struct cni_json *c = json_get(k, "concat");
 		for (size_t i = 0; i < json_len(c); i++) {
 			if (i)
-				fw_buf_add(b, " . ");
+				strbuf_add(b, " . ");
 			key_text(json_at(c, i), b);
 		}
 	} else if (json_get(k, "prefix")) {
 		const struct cni_json *p = json_get(k, "prefix");
 		key_text(json_get(p, "addr"), b);
-		fw_buf_add(b, "/");
+		strbuf_add(b, "/");
 		key_text(json_get(p, "len"), b);
 	} else {
-		fw_buf_add(b, "?");
+		strbuf_add(b, "?");
 	}
 }
 
@@ -481,10 +481,10 @@ static int read_map(const char *map, struct nrecs *r, struct cni_err *err)
 			const char *target = json_str(json_get(json_get(v, "jump"), "target"));
 			if (!target)
 				target = json_str(json_get(json_get(v, "goto"), "target"));
-			struct fw_buf kb = {0};
+			struct strbuf kb = {0};
 			key_text(k, &kb);
 			recs_add(r, map, kb.s ? kb.s : "", target ? target : "", NULL);
-			fw_buf_free(&kb);
+			strbuf_free(&kb);
 		}
 	}
 	return 0;
@@ -579,35 +579,35 @@ static bool plan_wants(const struct nplan *p, const char *map, const char *key)
 }
 
 /* Append "delete element" once per distinct (map, key) of r. */
-static void add_deletes(struct fw_buf *b, const struct nrecs *r)
+static void add_deletes(struct strbuf *b, const struct nrecs *r)
 {
 	for (size_t i = 0; i < r->n; i++) {
 		bool dup = false;
 		for (size_t k = 0; k < i && !dup; k++)
 			dup = streq(r->v[k].map, r->v[i].map) && streq(r->v[k].key, r->v[i].key);
 		if (!dup)
-			fw_buf_add(b, "delete element " T " %s { %s }\n", r->v[i].map, r->v[i].key);
+			strbuf_add(b, "delete element " T " %s { %s }\n", r->v[i].map, r->v[i].key);
 	}
 }
 
 /* Chains, rules and elements of the plan (after any deletes). fresh: the
  * record chain must not exist yet ("create" fails on a re-ADD). */
-static void add_plan(struct fw_buf *b, const struct nplan *p, bool fresh)
+static void add_plan(struct strbuf *b, const struct nplan *p, bool fresh)
 {
 	for (size_t i = 0; i < p->n_chains; i++) {
 		if (i == 0 && fresh)
-			fw_buf_add(b, "create chain " T " %s\n", p->chains[i]);
+			strbuf_add(b, "create chain " T " %s\n", p->chains[i]);
 		else
-			fw_buf_add(b, "add chain " T " %s\nflush chain " T " %s\n", p->chains[i],
+			strbuf_add(b, "add chain " T " %s\nflush chain " T " %s\n", p->chains[i],
 				   p->chains[i]);
 	}
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct nrule *r = &p->rules[i];
 		if (r->chain == 0)
-			fw_buf_add(b, "add rule " T " %s %s comment \"%s %s\"\n", p->chains[0],
+			strbuf_add(b, "add rule " T " %s %s comment \"%s %s\"\n", p->chains[0],
 				   r->body, r->map, r->key);
 		else
-			fw_buf_add(b, "add rule " T " %s %s\n", p->chains[r->chain], r->body);
+			strbuf_add(b, "add rule " T " %s %s\n", p->chains[r->chain], r->body);
 	}
 	/* Keys whose rules live in another chain are recorded by an inert
 	 * rule in the record chain. */
@@ -618,13 +618,13 @@ static void add_plan(struct fw_buf *b, const struct nplan *p, bool fresh)
 			recorded = p->rules[k].chain == 0 && streq(p->rules[k].map, r->map) &&
 				   streq(p->rules[k].key, r->key);
 		if (!recorded && plan_first_key(p, i))
-			fw_buf_add(b, "add rule " T " %s continue comment \"%s %s\"\n",
+			strbuf_add(b, "add rule " T " %s continue comment \"%s %s\"\n",
 				   p->chains[0], r->map, r->key);
 	}
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct nrule *r = &p->rules[i];
 		if (plan_first_key(p, i))
-			fw_buf_add(b, "add element " T " %s { %s comment \"%s\" : jump %s }\n",
+			strbuf_add(b, "add element " T " %s { %s comment \"%s\" : jump %s }\n",
 				   r->map, r->key, p->comment, p->chains[r->chain]);
 	}
 }
@@ -641,7 +641,7 @@ static void record_chain(const struct nplan *p, const char *chain, char *buf, si
 /* The slow path's deletes: every element jumping to our chains, every
  * element holding a key we want, and the record rules of the attachments
  * those keys are taken from. */
-static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err *err)
+static int add_takeover(struct strbuf *b, const struct nplan *p, struct cni_err *err)
 {
 	struct nrecs elems = {0}, victims = {0};
 	char **read = NULL;
@@ -652,9 +652,9 @@ static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err 
 	for (size_t i = 0; i < elems.n && r == 0; i++) {
 		struct nrec *e = &elems.v[i];
 		if (plan_owns(p, e->chain)) {
-			fw_buf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
+			strbuf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
 		} else if (plan_wants(p, e->map, e->key)) {
-			fw_buf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
+			strbuf_add(b, "delete element " T " %s { %s }\n", e->map, e->key);
 			fprintf(stderr, "cni: nftables: %s { %s } taken over from chain %s\n",
 				e->map, e->key, e->chain);
 			/* Fix the loser's record so that its DEL leaves ours. */
@@ -673,7 +673,7 @@ static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err 
 	for (size_t i = 0; i < victims.n && r == 0; i++) {
 		struct nrec *v = &victims.v[i];
 		if (plan_wants(p, v->map, v->key))
-			fw_buf_add(b, "delete rule " T " %s handle %s\n", v->chain, v->handle);
+			strbuf_add(b, "delete rule " T " %s handle %s\n", v->chain, v->handle);
 	}
 	recs_free(&elems);
 	recs_free(&victims);
@@ -694,31 +694,31 @@ static int add_takeover(struct fw_buf *b, const struct nplan *p, struct cni_err 
  * fast path names (an old table then fails the fast path once). */
 static int plan_apply(const struct nplan *p, const char *what, struct cni_err *err)
 {
-	struct fw_buf b = {0};
-	fw_buf_add(&b, "%s", p->extra ? p->extra : "");
+	struct strbuf b = {0};
+	strbuf_add(&b, "%s", p->extra ? p->extra : "");
 	add_plan(&b, p, true);
 	int r = nft_run(b.s, what, NULL);
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	if (r == 0)
 		return 0;
 
 	/* A new or incomplete table. */
-	fw_buf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
+	strbuf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
 	add_plan(&b, p, true);
 	r = nft_run(b.s, what, NULL);
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	if (r == 0)
 		return 0;
 
 	/* Slow path (a re-ADD, or keys held by others): drop every element
 	 * that points at us, take our keys over, and rebuild our chains. */
-	fw_buf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
+	strbuf_add(&b, "%s%s", p->skel, p->extra ? p->extra : "");
 	r = add_takeover(&b, p, err);
 	if (r == 0) {
 		add_plan(&b, p, false);
 		r = nft_run(b.s, what, err);
 	}
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	return r;
 }
 
@@ -733,15 +733,15 @@ static int chains_remove(const struct nplan *p, bool force, const char *what, st
 		return -1;
 	if (!exists && !force)
 		return 0;
-	struct fw_buf b = {0};
+	struct strbuf b = {0};
 	add_deletes(&b, &rec);
 	recs_free(&rec);
 	/* Deleting a chain deletes its rules. "add" first where the chain
 	 * may not be there: a chain that is not there is no error. */
 	for (size_t i = 0; i < p->n_chains; i++) {
 		if (i || !exists)
-			fw_buf_add(&b, "add chain " T " %s\n", p->chains[i]);
-		fw_buf_add(&b, "delete chain " T " %s\n", p->chains[i]);
+			strbuf_add(&b, "add chain " T " %s\n", p->chains[i]);
+		strbuf_add(&b, "delete chain " T " %s\n", p->chains[i]);
 	}
 
 	int r = 0;
@@ -751,20 +751,20 @@ static int chains_remove(const struct nplan *p, bool force, const char *what, st
 		for (size_t m = 0; p->maps[m] && r == 0; m++)
 			r = read_map(p->maps[m], &elems, err);
 		if (r == 0) {
-			fw_buf_free(&b);
+			strbuf_free(&b);
 			for (size_t i = 0; i < elems.n; i++)
 				if (plan_owns(p, elems.v[i].chain))
-					fw_buf_add(&b, "delete element " T " %s { %s }\n",
+					strbuf_add(&b, "delete element " T " %s { %s }\n",
 						   elems.v[i].map, elems.v[i].key);
 			/* Declare them all: the record chain may be gone. */
 			for (size_t i = 0; i < p->n_chains; i++)
-				fw_buf_add(&b, "add chain " T " %s\ndelete chain " T " %s\n",
+				strbuf_add(&b, "add chain " T " %s\ndelete chain " T " %s\n",
 					   p->chains[i], p->chains[i]);
 			r = nft_run(b.s, what, err);
 		}
 		recs_free(&elems);
 	}
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	return r;
 }
 
@@ -870,15 +870,15 @@ int fw_nft_check_conditions(int family, const char *const *cond, size_t n, const
 {
 	/* A dry run of a rule shaped like ours, in a scratch table: the
 	 * kernel is not changed, but syntax and types are checked. */
-	struct fw_buf b = {0};
-	fw_buf_add(&b,
+	struct strbuf b = {0};
+	strbuf_add(&b,
 		   "add table inet cni_check\n"
 		   "add chain inet cni_check c { type nat hook prerouting priority -100; }\n"
 		   "add rule inet cni_check c meta nfproto %s tcp dport 1",
 		   family == AF_INET ? "ipv4" : "ipv6");
 	for (size_t i = 0; i < n; i++)
-		fw_buf_add(&b, " %s", cond[i]);
-	fw_buf_add(&b, " %s\n",
+		strbuf_add(&b, " %s", cond[i]);
+	strbuf_add(&b, " %s\n",
 		   family == AF_INET ? "dnat ip to 127.0.0.1:1" : "dnat ip6 to [::1]:1");
 	_cleanup_(ctx_freep) struct nft_ctx *c = ctx_new();
 	int r = 0;
@@ -892,7 +892,7 @@ int fw_nft_check_conditions(int family, const char *const *cond, size_t n, const
 			r = err_append(err, "%s", e);
 		}
 	}
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	return r;
 }
 
@@ -938,12 +938,12 @@ static void pm_plan_family(struct nplan *p, const struct fw_pm_conf *c, int fami
 	ip_format(&ct->ip, cip);
 	struct cni_cidr nw = ip_cidr_network(ct);
 	ip_cidr_format(&nw, net);
-	struct fw_buf cond = {0};
+	struct strbuf cond = {0};
 	const char *const *cv = v4 ? c->cond4 : c->cond6;
 	size_t cn = v4 ? c->n_cond4 : c->n_cond6;
-	fw_buf_add(&cond, "%s", "");
+	strbuf_add(&cond, "%s", "");
 	for (size_t i = 0; i < cn; i++)
-		fw_buf_add(&cond, " %s", cv[i]);
+		strbuf_add(&cond, " %s", cv[i]);
 
 	for (size_t i = 0; i < c->n_maps; i++) {
 		const struct fw_portmap *m = &c->maps[i];
@@ -989,7 +989,7 @@ static void pm_plan_family(struct nplan *p, const struct fw_pm_conf *c, int fami
 				  "masquerade",
 				  proto, m->host_port);
 	}
-	fw_buf_free(&cond);
+	strbuf_free(&cond);
 }
 
 static void pm_plan(struct nplan *p, const struct fw_pm_conf *c)
@@ -1384,13 +1384,13 @@ static int fw_raw_add(const struct nplan *p, const struct fw_filter_conf *c)
 int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
 {
 	struct nplan p;
-	struct fw_buf ingress = {0};
+	struct strbuf ingress = {0};
 	fw_plan(&p, c);
 	if (c->ingress != FW_INGRESS_OPEN) {
 		/* Per bridge and never removed, as the reference's isolation
 		 * chains: other containers may still use the bridge. */
-		fw_buf_add(&ingress, "add element " T " fw_bridges { \"%s\" }\n", c->bridge);
-		fw_buf_add(&ingress, "add element " T " %s { \"%s\" . \"%s\" }\n",
+		strbuf_add(&ingress, "add element " T " fw_bridges { \"%s\" }\n", c->bridge);
+		strbuf_add(&ingress, "add element " T " %s { \"%s\" . \"%s\" }\n",
 			   c->ingress == FW_INGRESS_ISOLATED ? "fw_isolated_self"
 							     : "fw_bridge_self",
 			   c->bridge, c->bridge);
@@ -1398,7 +1398,7 @@ int fw_nft_filter_add(const struct fw_filter_conf *c, struct cni_err *err)
 	}
 	int r = !p.extra && fw_raw_add(&p, c) == 0 ? 0 : plan_apply(&p, "firewall setup", err);
 	plan_free(&p);
-	fw_buf_free(&ingress);
+	strbuf_free(&ingress);
 	return r;
 }
 

@@ -155,33 +155,6 @@ void fw_tag(const struct fw_att *a, char *buf)
 	fw_hash(in, 16, buf + 17);
 }
 
-void fw_buf_add(struct fw_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		abort();
-	if (b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		b->s = xrealloc(b->s, cap);
-		b->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-void fw_buf_free(struct fw_buf *b)
-{
-	free(b->s);
-	*b = (struct fw_buf){0};
-}
-
 int fw_lock(void)
 {
 	/* Rulesets are per network namespace, and so are abstract unix

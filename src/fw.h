@@ -199,14 +199,6 @@ int fw_gc_valid(const struct cni_json *conf, const char *net,
 #ifdef CNI_FW_INTERNAL
 /* Shared by fw.c, fw-nft.c and fw-ipt.c only. */
 
-/* A growing string. */
-struct fw_buf {
-	char *s;
-	size_t len, cap;
-};
-void fw_buf_add(struct fw_buf *b, const char *fmt, ...) _printf_(2, 3);
-void fw_buf_free(struct fw_buf *b);
-
 /* hex(sha512(s)) cut to n characters (n <= 128); buf holds n+1. */
 const char *fw_hash(const char *s, size_t n, char *buf);
 /* "<H16(net)>-<H16(ifname:id)>": the nftables owner tag (33 bytes + NUL). */

@@ -337,21 +337,13 @@ static void cache_free(struct cache *c)
 	free(c->slot);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* One line without its "\n", NUL-terminated: 1 and *l when well formed. */
 static int cache_parse_line(char *p, struct cache_line *l)
 {
 	uint64_t h = 0, ino = 0;
 	for (int i = 0; i < 16; i++, p++) {
-		int v = hexval(*p);
+		/* We write lower case: anything else is not our line. */
+		int v = *p >= 'A' && *p <= 'F' ? -1 : hex_digit(*p);
 		if (v < 0)
 			return 0;
 		h = h << 4 | (uint64_t)v;
@@ -511,33 +503,9 @@ static void cache_stamp(struct cni_store *s)
 	write_all(s->lockfd, line, (size_t)n);
 }
 
-struct strbuf {
-	char *p;
-	size_t n, cap;
-};
-
-static void sb_reserve(struct strbuf *b, size_t need)
-{
-	if (b->cap - b->n < need) {
-		b->cap = (b->cap + need) * 2;
-		b->p = xrealloc(b->p, b->cap);
-	}
-}
-
-static void line_raw(struct strbuf *b, const char *text)
-{
-	size_t n = strlen(text);
-	sb_reserve(b, n + 1);
-	memcpy(b->p + b->n, text, n + 1);
-	b->n += n;
-}
-
 static void line_add(struct strbuf *b, uint64_t hash, uint64_t ino, const char *name)
 {
-	size_t need = 16 + 1 + 20 + 1 + strlen(name) + 2;
-	sb_reserve(b, need);
-	b->n += (size_t)snprintf(b->p + b->n, b->cap - b->n, "%016llx %llu %s\n",
-				 (unsigned long long)hash, (unsigned long long)ino, name);
+	strbuf_add(b, "%016llx %llu %s\n", (unsigned long long)hash, (unsigned long long)ino, name);
 }
 
 /* The inode numbers readdir gives are the files' identity only if no two
@@ -609,14 +577,14 @@ int store_scan_owner(struct cni_store *s, const char *id, const char *ifname,
 			       (dead > 32 && dead > live / 4);
 		struct strbuf b = {0};
 		if (rewrite)
-			line_raw(&b, CACHE_HEADER);
+			strbuf_add(&b, "%s", CACHE_HEADER);
 		for (size_t i = 0; i < out->n; i++)
 			if (state[i] == 2 || (rewrite && state[i] == 1))
 				line_add(&b, hash[i], out->e[i].ino, out->e[i].name);
 		bool ok = !rewrite || ftruncate(s->lockfd, 0) == 0;
-		if (ok && b.n)
-			ok = write_all(s->lockfd, b.p, b.n) == 0;
-		free(b.p);
+		if (ok && b.len)
+			ok = write_all(s->lockfd, b.s, b.len) == 0;
+		strbuf_free(&b);
 		s->cache_good = s->cache_on = ok;
 		if (rewrite) /* the stamp went with the old lines: the unlock writes one */
 			s->stamp.tv_sec = -1, s->stamp.tv_nsec = -1;
@@ -699,9 +667,9 @@ int store_reserve(struct cni_store *s, const struct cni_ip *ip, const char *id, 
 		/* The owner cache learns the new reservation. */
 		struct strbuf b = {0};
 		line_add(&b, owner_hash(id, ifname), st.st_ino, name);
-		if (write_all(s->lockfd, b.p, b.n) < 0)
+		if (write_all(s->lockfd, b.s, b.len) < 0)
 			s->cache_good = s->cache_on = false;
-		free(b.p);
+		strbuf_free(&b);
 	}
 	if (r < 0 && (e == EPERM || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS)) {
 		/* No hard links here (some FUSE and vfat mounts): an exclusive

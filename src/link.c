@@ -49,17 +49,6 @@ char *link_format_mac(const uint8_t *mac, size_t n, char *buf)
 	return buf;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int link_parse_mac(const char *s, uint8_t mac[6])
 {
 	if (!s || strlen(s) != 17)
@@ -69,7 +58,7 @@ int link_parse_mac(const char *s, uint8_t mac[6])
 		return -1;
 	for (int i = 0; i < 6; i++) {
 		const char *p = s + 3 * i;
-		int hi = hexval(p[0]), lo = hexval(p[1]);
+		int hi = hex_digit(p[0]), lo = hex_digit(p[1]);
 		if (hi < 0 || lo < 0 || (i < 5 && p[2] != sep))
 			return -1;
 		mac[i] = (uint8_t)(hi << 4 | lo);

@@ -66,6 +66,44 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
+void strbuf_add(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		b->s = xrealloc(b->s, cap);
+		b->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void strbuf_free(struct strbuf *b)
+{
+	free(b->s);
+	*b = (struct strbuf){0};
+}
+
+int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 void xgrow(void *arr, size_t *cap, size_t n, size_t sz)
 {
 	void **a = arr;

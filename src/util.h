@@ -60,6 +60,17 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) _printf_(1, 2);
+
+/* A growing string: s is NULL until the first append. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+};
+void strbuf_add(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
+void strbuf_free(struct strbuf *b);
+
+/* The value of a hex digit (either case), or -1. */
+int hex_digit(char c);
 /* Grow *arr so that it can hold at least n+1 elements of size sz. */
 void xgrow(void *arr, size_t *cap, size_t n, size_t sz);
 

@@ -128,12 +128,12 @@ static void test_attachments(void **state)
 
 static void test_buf(void **state)
 {
-	struct fw_buf b = {0};
+	struct strbuf b = {0};
 	for (int i = 0; i < 1000; i++)
-		fw_buf_add(&b, "%d,", i);
+		strbuf_add(&b, "%d,", i);
 	assert_int_equal(b.len, strlen(b.s));
 	assert_memory_equal(b.s, "0,1,2,", 6);
-	fw_buf_free(&b);
+	strbuf_free(&b);
 	assert_null(b.s);
 }
 
