@@ -296,16 +296,7 @@ static int run_exec(const char *type, const struct cni_json *conf,
 			close(in);
 		return err_errno(err, CNI_ERR_IO, e, "cannot run plugin %s", type);
 	}
-	size_t left = strlen(input);
-	for (const char *p = input; left;) {
-		ssize_t w = write(in, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		p += w;
-		left -= (size_t)w;
-	}
+	write_all(in, input, strlen(input)); /* a memfd: short only without memory */
 	lseek(in, 0, SEEK_SET);
 
 	posix_spawn_file_actions_t fa;

@@ -39,20 +39,6 @@ const char *store_path(const struct cni_store *s)
 	return s->path;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 struct cni_store *store_open(const char *data_dir, const char *network, bool create, bool *absent,
 			     struct cni_err *err)
 {

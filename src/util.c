@@ -93,6 +93,21 @@ void strbuf_free(struct strbuf *b)
 	*b = (struct strbuf){0};
 }
 
+int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -244,20 +259,11 @@ int write_file_atomic(const char *path, const void *data, size_t len)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	const char *p = data;
-	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			int e = errno;
-			close(fd);
-			unlink(tmp);
-			return -e;
-		}
-		p += w;
-		left -= (size_t)w;
+	int werr = write_all(fd, data, len);
+	if (werr < 0) {
+		close(fd);
+		unlink(tmp);
+		return werr;
 	}
 	/* No fsync, as libcni and the reference plugins: what we keep
 	 * describes namespaces, links and rules that a power loss takes with

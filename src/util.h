@@ -69,6 +69,9 @@ struct strbuf {
 void strbuf_add(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
 void strbuf_free(struct strbuf *b);
 
+/* Write all n bytes to fd (retrying short writes and EINTR): 0 or -errno. */
+int write_all(int fd, const void *p, size_t n);
+
 /* The value of a hex digit (either case), or -1. */
 int hex_digit(char c);
 /* Grow *arr so that it can hold at least n+1 elements of size sz. */
