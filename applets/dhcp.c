@@ -193,20 +193,13 @@ static unsigned dh_timeout(const char *op)
 	return streq(op, "allocate") ? DH_ALLOCATE_TIMEOUT_SEC : DH_TIMEOUT_SEC;
 }
 
-static int64_t dh_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until deadline (monotonic ms): 1 when ready (or
  * the peer hung up: the next call says how), 0 when the time is up,
  * -errno. */
 static int dh_wait(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - dh_now_ms();
+		int64_t left = deadline - monotonic_ms();
 		if (left <= 0)
 			return 0;
 		struct pollfd p = {.fd = fd, .events = events};
@@ -273,7 +266,7 @@ static struct cni_json *dh_call(struct cni_req *req, struct cni_json *msg, struc
 	const struct dh_conf *c = req->priv;
 	int down = req->cmd == CNI_CMD_STATUS ? CNI_ERR_NOT_AVAILABLE : CNI_ERR_TRY_AGAIN;
 	unsigned timeout = dh_timeout(json_str(json_get(msg, "op")));
-	int64_t deadline = dh_now_ms() + (int64_t)timeout * 1000;
+	int64_t deadline = monotonic_ms() + (int64_t)timeout * 1000;
 	_cleanup_free_ char *dump = json_dump(msg, false);
 	json_free(msg);
 	_cleanup_free_ char *line = xasprintf("%s\n", dump);

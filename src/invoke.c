@@ -158,13 +158,6 @@ static unsigned exec_timeout(void)
 	return (unsigned)v;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A descriptor that polls readable when the child exits, or -1 on kernels
  * before 5.3 (the caller then polls waitpid). */
 static int child_fd(pid_t pid)
@@ -229,10 +222,10 @@ static void reap(struct plugin_run *p, int flags)
  * output read so far counts. */
 static void wait_plugin(struct plugin_run *p, unsigned timeout_s)
 {
-	int64_t deadline = now_ms() + (int64_t)timeout_s * 1000, drain_end = 0;
+	int64_t deadline = monotonic_ms() + (int64_t)timeout_s * 1000, drain_end = 0;
 	int pfd = child_fd(p->pid);
 	while (!p->exited || p->out_fd >= 0) {
-		int64_t now = now_ms();
+		int64_t now = monotonic_ms();
 		if (p->exited && !drain_end)
 			drain_end = now + INVOKE_DRAIN_MSEC;
 		int64_t end = p->exited && drain_end < deadline ? drain_end : deadline;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -106,6 +107,13 @@ int write_all(int fd, const void *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int hex_digit(char c)

@@ -72,6 +72,9 @@ void strbuf_free(struct strbuf *b);
 /* Write all n bytes to fd (retrying short writes and EINTR): 0 or -errno. */
 int write_all(int fd, const void *p, size_t n);
 
+/* CLOCK_MONOTONIC in milliseconds, for deadlines. */
+int64_t monotonic_ms(void);
+
 /* The value of a hex digit (either case), or -1. */
 int hex_digit(char c);
 /* Grow *arr so that it can hold at least n+1 elements of size sz. */
